@@ -1,0 +1,163 @@
+"""Command line: one subcommand per workflow stage, each a thin call into the package.
+
+The Snakemake rules call these; they also work by hand, e.g.
+``helixbench plan --config config/config.yaml`` shows what a config will run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+
+def _fetch(args) -> None:
+    from . import paths
+    from .fetch import fetch, resolve_mirror
+    from .upstream import manifest
+
+    rel = Path(args.output).relative_to(paths.UPSTREAM_DIR).as_posix()
+    entry = manifest().get(rel)
+    if entry is None:
+        raise SystemExit(f"error: {args.output} is not a pinned upstream file")
+    digest = fetch(entry.url, Path(args.output), entry.sha256, resolve_mirror(args.mirror), Path(args.lock))
+    logging.info("fetched %s (sha256 %s)", entry.url, digest)
+
+
+def _questions(args) -> None:
+    from .benchmarks import BENCHMARK_FILES, load_benchmark, write_questions
+    from .plan import upstream_path
+
+    questions = []
+    for benchmark, file in BENCHMARK_FILES.items():
+        questions += load_benchmark(benchmark, Path(upstream_path(file)))
+    write_questions(questions, Path(args.out))
+    logging.info("wrote %d questions to %s", len(questions), args.out)
+
+
+def _snapshot(args) -> None:
+    from .methods.genegpt import build_header
+    from .recordings import load_recording, recorded_header
+    from .snapshots import extract_from_header
+
+    header = recorded_header(load_recording(Path(args.recording)))
+    source = {"kind": "recorded", "recording": args.recording_name, "url": args.url}
+    snapshot = extract_from_header(header, source)
+    # The strict check: the header we build from the snapshot is the recorded one.
+    if build_header(args.mask, snapshot) != header:
+        raise SystemExit(f"error: the header rebuilt for mask {args.mask} differs from {args.url}")
+    snapshot.save(Path(args.out))
+    logging.info("snapshot %s from %s", snapshot.id, args.url)
+
+
+def _run(args) -> None:
+    from .runner import run_shard
+
+    run_shard(
+        json.loads(args.spec),
+        args.shard,
+        Path(args.questions),
+        Path(args.out),
+        recording=Path(args.recording) if args.recording else None,
+        snapshot=Path(args.snapshot) if args.snapshot else None,
+    )
+
+
+def _score(args) -> None:
+    from .runner import score_task
+
+    score_task(json.loads(args.spec), Path(args.questions), [Path(p) for p in args.shards], Path(args.out), args.scorers)
+
+
+def _load_config(args) -> dict:
+    if args.config_json:
+        return json.loads(args.config_json)
+    import yaml
+
+    return yaml.safe_load(Path(args.config).read_text())
+
+
+def _report(args) -> None:
+    from .fetch import resolve_mirror
+    from .plan import build_plan, config_hash
+    from .report import write_report
+
+    config = _load_config(args)
+    plan = build_plan(config, resolve_mirror(config.get("mirror")))
+    write_report(plan, config, config_hash(config), Path(args.out_dir))
+
+
+def _plan(args) -> None:
+    from .fetch import resolve_mirror
+    from .plan import build_plan
+
+    config = _load_config(args)
+    plan = build_plan(config, resolve_mirror(config.get("mirror")))
+    for task in plan.tasks:
+        print(f"{task.model}\t{task.method}\t{task.benchmark}\t{task.task}\t{task.shards} shard(s)")
+    for note in plan.notes:
+        print(f"{note['level']}: {note['model']} / {note['method']} ({note['benchmark']}): {note['message']}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="helixbench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("fetch", help="fetch one pinned upstream file to resources/upstream/")
+    p.add_argument("output")
+    p.add_argument("--mirror", help="mirror directory (HELIXBENCH_MIRROR overrides)")
+    p.add_argument("--lock", required=True, help="lock file for checksums not pinned upstream")
+    p.set_defaults(func=_fetch)
+
+    p = sub.add_parser("questions", help="write the question table")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_questions)
+
+    p = sub.add_parser("snapshot", help="extract a recorded run's demonstration snapshot")
+    p.add_argument("--recording", required=True)
+    p.add_argument("--recording-name", required=True)
+    p.add_argument("--url", required=True)
+    p.add_argument("--mask", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_snapshot)
+
+    p = sub.add_parser("run", help="run one shard of a (model, method, task)")
+    p.add_argument("--spec", required=True, help="the run task's JSON spec from the plan")
+    p.add_argument("--shard", type=int, required=True)
+    p.add_argument("--questions", required=True)
+    p.add_argument("--recording")
+    p.add_argument("--snapshot")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_run)
+
+    p = sub.add_parser("score", help="score a task's shards per question")
+    p.add_argument("--spec", required=True)
+    p.add_argument("--questions", required=True)
+    p.add_argument("--scorers", nargs="+", default=["genegpt"])
+    p.add_argument("--out", required=True)
+    p.add_argument("shards", nargs="+")
+    p.set_defaults(func=_score)
+
+    for name, func, text in (("report", _report, "write results/report/"), ("plan", _plan, "show the plan")):
+        p = sub.add_parser(name, help=text)
+        group = p.add_mutually_exclusive_group(required=True)
+        group.add_argument("--config", help="config YAML file")
+        group.add_argument("--config-json", help="the validated config as JSON")
+        if name == "report":
+            p.add_argument("--out-dir", required=True)
+        p.set_defaults(func=func)
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        args.func(args)
+    except Exception as exc:  # a clear one-line error for the log, the traceback below it
+        logging.exception("helixbench %s failed", args.command)
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()

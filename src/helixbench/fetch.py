@@ -1,0 +1,150 @@
+"""Download pinned upstream files by URL (or from a local mirror), verified by sha256.
+
+A mirror is a directory laid out as ``<host>/<url path>``; with one configured,
+every URL is read from there and nothing goes over the network. Files are written
+atomically (temporary file, checksum, rename), so an interrupted fetch never
+leaves a half-written file where a verified one is expected.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from .upstream import UNKNOWN, url_relpath
+
+MIRROR_ENV = "HELIXBENCH_MIRROR"
+CHUNK = 1 << 20
+
+
+class FetchError(RuntimeError):
+    """A file could not be fetched or failed its checksum; the message names the URL."""
+
+
+def resolve_mirror(configured: str | None) -> Path | None:
+    """The mirror directory: ``$HELIXBENCH_MIRROR`` if set, else the config value, else None."""
+    value = os.environ.get(MIRROR_ENV) or configured
+    return Path(value).expanduser().resolve() if value else None
+
+
+def mirror_path(url: str, mirror: Path) -> Path:
+    """Where ``url`` lies inside ``mirror``."""
+    return Path(mirror, url_relpath(url))
+
+
+def available(url: str, mirror: Path | None) -> bool:
+    """Whether ``url`` can be fetched: with a mirror, whether the mirror holds it."""
+    return mirror is None or mirror_path(url, mirror).is_file()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch(
+    url: str,
+    dest: Path,
+    sha256: str,
+    mirror: Path | None = None,
+    lock_file: Path | None = None,
+    timeout: float = 60.0,
+    attempts: int = 3,
+) -> str:
+    """Fetch ``url`` to ``dest`` and return its sha256.
+
+    ``sha256`` is the pinned digest, or ``unknown``: then the digest is recorded in
+    ``lock_file`` on first download and verified against it on every later one.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if mirror is not None:
+                _copy_from_mirror(url, mirror, out)
+            else:
+                _download(url, out, timeout, attempts)
+        digest = sha256_file(tmp)
+        expected = sha256 if sha256 != UNKNOWN else _locked_sha256(url, digest, lock_file)
+        if digest != expected:
+            raise FetchError(
+                f"checksum mismatch for {url}: expected sha256 {expected}, got {digest}"
+                + (f" (read from mirror {mirror})" if mirror is not None else "")
+            )
+        os.replace(tmp, dest)
+        return digest
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _copy_from_mirror(url: str, mirror: Path, out) -> None:
+    source = mirror_path(url, mirror)
+    if not source.is_file():
+        raise FetchError(f"{url} is not in the mirror {mirror} (looked for {source})")
+    with open(source, "rb") as fh:
+        shutil.copyfileobj(fh, out, CHUNK)
+
+
+def _download(url: str, out, timeout: float, attempts: int) -> None:
+    import requests  # imported here: mirror-only runs never need it
+
+    last: Exception | None = None
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(min(2**attempt, 30))
+        out.seek(0)
+        out.truncate()
+        try:
+            with requests.get(url, stream=True, timeout=timeout) as response:
+                if response.status_code == 404:
+                    raise FetchError(f"{url} does not exist (HTTP 404)")
+                if response.status_code in (429, 500, 502, 503, 504):
+                    last = FetchError(f"{url}: HTTP {response.status_code}")
+                    continue
+                if response.status_code != 200:
+                    raise FetchError(f"{url}: HTTP {response.status_code}")
+                for block in response.iter_content(CHUNK):
+                    out.write(block)
+                out.flush()
+                return
+        except requests.RequestException as exc:
+            last = exc
+    raise FetchError(f"could not download {url} after {attempts} attempts: {last}")
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield fh
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _locked_sha256(url: str, digest: str, lock_file: Path | None) -> str:
+    """The digest recorded for ``url`` in the lock file, recording ``digest`` if none is."""
+    if lock_file is None:
+        raise FetchError(f"{url} has no pinned sha256 and no lock file was given to record it")
+    with _locked(Path(lock_file)) as fh:
+        fh.seek(0)
+        for line in fh:
+            locked_url, _, locked_digest = line.rstrip("\n").partition("\t")
+            if locked_url == url:
+                return locked_digest
+        fh.write(f"{url}\t{digest}\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return digest

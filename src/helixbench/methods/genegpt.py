@@ -1,0 +1,249 @@
+"""The GeneGPT method: prompt header for any of the 64 masks, and the tool-calling loop.
+
+Everything here follows the upstream code as reference.md section 2 describes it,
+byte for byte: replayed Codex runs only hit when the prompts we build are the
+prompts upstream sent. Model and tools sit behind small interfaces
+(:mod:`helixbench.models`, :mod:`helixbench.tools`), so caching, rate limits and
+retries live there and this loop stays the algorithm.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+
+from ..models import CompletionRequest, ContextLengthError, Model, ModelMiss
+from ..records import Event, QuestionResult
+from ..snapshots import Snapshot
+from ..tools import ToolRequest, Toolbox, ToolResult
+
+INSTRUCTION = "Hello. Your task is to use NCBI Web APIs to answer genomic questions.\n"
+
+# Dc.1 and Dc.2, upstream typos included ("efectch", "specices").
+DOCUMENTATION = (
+    'You can call Eutils by: "[https://eutils.ncbi.nlm.nih.gov/entrez/eutils/'
+    '{esearch|efetch|esummary}.fcgi?db={gene|snp|omim}&retmax={}&{term|id}={term|id}]".\n'
+    "esearch: input is a search term and output is database id(s).\n"
+    "efectch/esummary: input is database id(s) and output is full records or summaries "
+    "that contain name, chromosome location, and other information.\n"
+    "Normally, you need to first call esearch to get the database id(s) of the search term, "
+    "and then call efectch/esummary to get the information with the database id(s).\n"
+    "Database: gene is for genes, snp is for SNPs, and omim is for genetic diseases.\n\n",
+    'For DNA sequences, you can use BLAST by: "[https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi?'
+    "CMD={Put|Get}&PROGRAM=blastn&MEGABLAST=on&DATABASE=nt&FORMAT_TYPE={XML|Text}"
+    '&QUERY={sequence}&HITLIST_SIZE={max_hit_size}]".\n'
+    "BLAST maps a specific DNA {sequence} to its chromosome location among different specices.\n"
+    "You need to first PUT the BLAST request and then GET the results using the RID returned "
+    "by PUT.\n\n",
+)
+
+EUTILS = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/"
+BLAST = "https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi"
+DEMO4_SEQUENCE = (
+    "ATTCTGCCTTTAGTAATTTGATGACAGAGACTTCTTGGGAACCACAGCCAGGGAGCCACCCTTTACTCCACCAACAGGTGG"
+    "CTTATATCCAATCTGAGAAAGAAAGAAAAAAAAAAAAGTATTTCTCT"
+)
+BLAST_GET_TEMPLATE = f"{BLAST}?CMD=Get&FORMAT_TYPE=Text&RID={{rid}}"
+
+
+@dataclass(frozen=True)
+class Demonstration:
+    label: str
+    question: str
+    urls: tuple[str, ...]  # BLAST_GET_TEMPLATE is filled with the RID of the Put before it
+    answer: str
+
+
+DEMONSTRATIONS = (
+    Demonstration(
+        "Dm.1",
+        "What is the official gene symbol of LMP10?",
+        (
+            f"{EUTILS}esearch.fcgi?db=gene&retmax=5&retmode=json&sort=relevance&term=LMP10",
+            f"{EUTILS}efetch.fcgi?db=gene&retmax=5&retmode=json&id=19171,5699,8138",
+        ),
+        "PSMB10",
+    ),
+    Demonstration(
+        "Dm.2",
+        "Which gene is SNP rs1217074595 associated with?",
+        (f"{EUTILS}esummary.fcgi?db=snp&retmax=10&retmode=json&id=1217074595",),
+        "LINC01270",
+    ),
+    Demonstration(
+        "Dm.3",
+        "What are genes related to Meesmann corneal dystrophy?",
+        (
+            f"{EUTILS}esearch.fcgi?db=omim&retmax=20&retmode=json&sort=relevance"
+            "&term=Meesmann+corneal+dystrophy",
+            f"{EUTILS}esummary.fcgi?db=omim&retmax=20&retmode=json"
+            "&id=618767,601687,300778,148043,122100",
+        ),
+        "KRT12, KRT3",
+    ),
+    Demonstration(
+        "Dm.4",
+        f"Align the DNA sequence to the human genome:{DEMO4_SEQUENCE}",
+        (
+            f"{BLAST}?CMD=Put&PROGRAM=blastn&MEGABLAST=on&DATABASE=nt&FORMAT_TYPE=XML"
+            f"&QUERY={DEMO4_SEQUENCE}&HITLIST_SIZE=5",
+            BLAST_GET_TEMPLATE,
+        ),
+        "chr15:91950805-91950932",
+    ),
+)
+
+PRESETS = {"genegpt-slim": "001001", "genegpt-full": "111111"}
+STOP = ("->", "\n\nQuestion")
+URL_PATTERN = re.compile(r"\[(https?://[^\[\]]+)\]")
+RID_PATTERN = re.compile(r"RID = (.*)\n")
+MASK_PATTERN = re.compile(r"^[01]{6}$")
+
+
+def check_mask(mask: str) -> str:
+    if not isinstance(mask, str) or not MASK_PATTERN.match(mask):
+        raise ValueError(f"a GeneGPT mask is six digits of 0/1 (Dc.1 Dc.2 Dm.1-4), got {mask!r}")
+    return mask
+
+
+def demonstration_urls(demo: Demonstration, snapshot: Snapshot) -> list[str]:
+    """The demo's URLs, the BLAST Get one filled with the RID the snapshot's Put returned."""
+    urls, rid = [], None
+    for url in demo.urls:
+        if url == BLAST_GET_TEMPLATE:
+            url = url.format(rid=rid)
+        urls.append(url)
+        if is_blast_put(url):
+            rid = render_reply(url, snapshot.reply(url).value(), cap=None)
+    return urls
+
+
+def build_header(mask: str, snapshot: Snapshot) -> str:
+    """The prompt header for ``mask``, with the demonstrations' replies from ``snapshot``."""
+    check_mask(mask)
+    header = INSTRUCTION
+    for bit, doc in zip(mask[:2], DOCUMENTATION, strict=True):
+        if bit == "1":
+            header += doc
+    demos = [d for bit, d in zip(mask[2:], DEMONSTRATIONS, strict=True) if bit == "1"]
+    if demos:
+        header += "Here are some examples:\n\n"
+    for demo in demos:
+        header += f"Question: {demo.question}\n"
+        for url in demonstration_urls(demo, snapshot):
+            # Demo replies are interpolated whole: upstream caps only replies in the loop.
+            header += f"[{url}]->[{render_reply(url, snapshot.reply(url).value(), cap=None)}]\n"
+        header += f"Answer: {demo.answer}\n\n"
+    return header
+
+
+def is_blast_put(url: str) -> bool:
+    return "blast" in url and "Put" in url
+
+
+def extract_url(completion: str) -> str | None:
+    """The first bracketed URL of a completion, spaces replaced by ``+``; None if there is none."""
+    urls = URL_PATTERN.findall(completion)
+    return urls[0].replace(" ", "+") if urls else None
+
+
+def render_reply(url: str, value: bytes | str, cap: int | None) -> str:
+    """How a reply appears in the prompt: ``repr`` of the bytes (cut to ``cap``), or plain text.
+
+    A BLAST Put reply shows as its RID alone. Text values (an RID already taken
+    out, a tool error) show as they are.
+    """
+    if isinstance(value, bytes) and is_blast_put(url):
+        match = RID_PATTERN.search(value.decode("utf-8", "replace"))
+        value = match.group(1) if match else "Error: no RID in the BLAST Put reply"
+    if cap is not None:
+        value = value[:cap]
+    return value if isinstance(value, str) else repr(value)
+
+
+@dataclass(frozen=True)
+class GeneGPT:
+    """The GeneGPT tool-calling loop with upstream's limits (overridable per method)."""
+
+    header: str
+    cut_length: int = 18_000
+    max_calls: int = 10
+    reply_cap: int = 10_000
+    max_tokens: int = 512
+    temperature: float = 0.0
+
+    @classmethod
+    def from_spec(cls, spec: dict, snapshot: Snapshot) -> GeneGPT:
+        limits = ("cut_length", "max_calls", "reply_cap", "max_tokens")
+        return cls(build_header(spec["mask"], snapshot), **{k: spec[k] for k in limits if k in spec})
+
+    def run(self, question_id: str, question: str, model: Model, tools: Toolbox) -> QuestionResult:
+        prompt = self.header + f"Question: {question}\n"
+        result = QuestionResult(question_id=question_id, header_sha256=sha256_text(self.header))
+        sent = self.header  # what the log already holds, so each call logs its increment only
+        for call_index in range(self.max_calls):
+            truncated = len(prompt) > self.cut_length
+            if truncated:
+                prompt = prompt[-self.cut_length :]
+            request = CompletionRequest(
+                prompt=prompt,
+                stop=STOP,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                question_id=question_id,
+                question=question,
+                call_index=call_index,
+            )
+            started = time.perf_counter()
+            try:
+                completion = model.complete(request)
+            except ContextLengthError as exc:
+                result.events.append(_model_event(request, sent, None, started, error=exc))
+                return result.finish(answer="lengthError", error="lengthError")
+            except ModelMiss as exc:
+                result.events.append(_model_event(request, sent, None, started, error=exc))
+                return result.finish(answer=None, error="model_miss")
+            result.events.append(_model_event(request, sent, completion, started))
+            sent = prompt
+            url = extract_url(completion.text)
+            if url is None:
+                return result.finish(answer=completion.text)
+            reply = tools.call(ToolRequest(url=url, question_id=question_id, index=call_index))
+            rendered = render_reply(url, reply.value(), self.reply_cap)
+            result.events.append(_tool_event(reply, rendered))
+            prompt += f"{completion.text}->[{rendered}]\n"
+        return result.finish(answer="numError", error="numError")
+
+
+def _model_event(request, previous_prompt, completion, started, error=None) -> Event:
+    prompt = request.prompt
+    # Log what this call added to the prompt (the header is logged once, by its
+    # hash); the whole prompt when front truncation broke the continuity.
+    if prompt.startswith(previous_prompt):
+        increment, continued = prompt[len(previous_prompt) :], True
+    else:
+        increment, continued = prompt, False
+    return Event(
+        type="model",
+        index=request.call_index,
+        data={
+            "prompt_sha256": sha256_text(prompt),
+            "prompt_chars": len(prompt),
+            "prompt_increment": increment,
+            "continues_previous": continued,
+            "completion": None if completion is None else completion.text,
+            "cache": completion.cache if completion is not None else getattr(error, "cache", None),
+            "error": None if error is None else str(error),
+        },
+        latency_s=time.perf_counter() - started,
+    )
+
+
+def _tool_event(reply: ToolResult, rendered: str) -> Event:
+    return Event(type="tool", index=reply.index, data=reply.describe(rendered), latency_s=reply.latency_s)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,60 @@
+"""Replay: answer each prompt with the completion recorded for exactly that prompt.
+
+Completions are keyed by the sha256 of the full prompt text, so a prompt that
+differs by one byte from the recording is a miss: this is the fidelity check of
+our prompt builder and loop. Where a recorded question ended in ``lengthError``
+the refused prompt was never logged; the refusal is replayed at the call that
+follows the question's last logged step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ..recordings import RecordedItem, load_recording
+from ..upstream import UNKNOWN
+from . import Completion, CompletionRequest, ContextLengthError, ModelMiss
+
+
+def prompt_key(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+class ReplayModel:
+    def __init__(self, items: list[RecordedItem], identity: dict):
+        self._identity = identity
+        self._by_prompt: dict[str, dict[str, str]] = {}  # key -> {question: completion}
+        self._refusals: dict[str, int] = {}  # question -> call index that was refused
+        for item in items:
+            for prompt, completion in item.steps:
+                self._by_prompt.setdefault(prompt_key(prompt), {})[item.question] = completion
+            if item.final_text == "lengthError":
+                self._refusals[item.question] = len(item.steps)
+
+    @classmethod
+    def from_file(cls, path: Path, spec: dict) -> ReplayModel:
+        identity = {
+            "backend": "replay",
+            "recording": spec.get("recording"),
+            "model": spec.get("model_name", "code-davinci-002"),
+            "file": str(spec.get("recording_url", Path(path).name)),
+            "sha256": spec.get("recording_sha256", UNKNOWN),
+        }
+        return cls(load_recording(path), identity)
+
+    def identity(self) -> dict:
+        return dict(self._identity)
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        recorded = self._by_prompt.get(prompt_key(request.prompt), {})
+        if request.question in recorded:
+            return Completion(recorded[request.question], cache="hit")
+        if len(set(recorded.values())) == 1:  # same prompt logged under another question
+            return Completion(next(iter(recorded.values())), cache="hit")
+        if self._refusals.get(request.question) == request.call_index:
+            raise ContextLengthError("recorded context-length refusal", cache="hit")
+        raise ModelMiss(
+            f"no recorded completion for this prompt (sha256 {prompt_key(request.prompt)[:16]}, "
+            f"call {request.call_index} of {request.question_id})"
+        )

@@ -1,0 +1,223 @@
+"""Turn a (schema-validated) config into the list of run tasks the workflow executes.
+
+A run is a (model, method) pair; it becomes one task per benchmark task it
+covers, each split into shards. A replay run covers exactly the tasks upstream
+recorded for its mask; the rest are skipped with a note, and a recorded task the
+mirror lacks is skipped with a warning, so the report says what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+from .benchmarks import BENCHMARK_FILES, slugify, tasks_of
+from .fetch import available
+from .methods.genegpt import PRESETS, check_mask
+from .recordings import RECORDINGS, RecordedRun, recorded_runs
+from .upstream import UpstreamFile
+
+MASK_METHOD = re.compile(r"^genegpt-([01]{6})$")
+
+
+class ConfigError(ValueError):
+    """A config value that the schema admits but that does not make sense; names the key."""
+
+
+def resolve_method(name: str, methods: dict) -> dict:
+    """A method's spec: from config, else a preset, else ``genegpt-<mask>`` for any mask."""
+    if name in methods:
+        spec = dict(methods[name])
+    elif name in PRESETS:
+        spec = {"kind": "genegpt", "mask": PRESETS[name]}
+    elif match := MASK_METHOD.match(name):
+        spec = {"kind": "genegpt", "mask": match.group(1)}
+    else:
+        raise KeyError(name)
+    if spec.get("kind") == "genegpt":
+        check_mask(spec.get("mask"))
+    return spec
+
+
+@dataclass(frozen=True)
+class RunTask:
+    model: str
+    method: str
+    benchmark: str
+    task: str
+    shards: int
+    model_spec: dict = field(hash=False)
+    method_spec: dict = field(hash=False)
+    recorded: RecordedRun | None = None
+
+    @property
+    def task_slug(self) -> str:
+        return slugify(self.task)
+
+    @property
+    def wildcards(self) -> dict:
+        return {
+            "model": self.model,
+            "method": self.method,
+            "benchmark": self.benchmark,
+            "task": self.task_slug,
+        }
+
+    def shard_paths(self) -> list[str]:
+        return [
+            paths.RUN_SHARD.format(**self.wildcards, shard=i, shards=self.shards)
+            for i in range(self.shards)
+        ]
+
+    @property
+    def score_path(self) -> str:
+        return paths.TASK_SCORES.format(**self.wildcards)
+
+    @property
+    def recording_path(self) -> str | None:
+        return upstream_path(self.recorded.file) if self.recorded else None
+
+    @property
+    def snapshot_path(self) -> str | None:
+        if self.recorded is None:
+            return None
+        return paths.RECORDED_SNAPSHOT.format(
+            recording=self.recorded.recording, run_dir=self.recorded.run_dir, task=self.task_slug
+        )
+
+    def spec(self) -> dict:
+        """What a run or score job needs to know, as JSON-able data."""
+        return {
+            "model": self.model,
+            "method": self.method,
+            "benchmark": self.benchmark,
+            "task": self.task,
+            "shards": self.shards,
+            "model_spec": self.model_spec,
+            "method_spec": self.method_spec,
+            "recording_url": self.recorded.file.url if self.recorded else None,
+            "recording_sha256": self.recorded.file.sha256 if self.recorded else None,
+        }
+
+
+@dataclass
+class Plan:
+    tasks: list[RunTask]
+    notes: list[dict]  # {"level": "note" | "warning", "model", "method", "benchmark", "message"}
+
+    def find(self, model: str, method: str, benchmark: str, task_slug: str) -> RunTask:
+        for task in self.tasks:
+            if (task.model, task.method, task.benchmark, task.task_slug) == (
+                model,
+                method,
+                benchmark,
+                task_slug,
+            ):
+                return task
+        raise KeyError(f"no planned run task {model}/{method}/{benchmark}/{task_slug}")
+
+    def upstream_files(self) -> list[UpstreamFile]:
+        files = list(BENCHMARK_FILES.values())
+        files += [t.recorded.file for t in self.tasks if t.recorded is not None]
+        return list(dict.fromkeys(files))
+
+
+def upstream_path(file: UpstreamFile) -> str:
+    return f"{paths.UPSTREAM_DIR}/{file.relpath}"
+
+
+def build_plan(config: dict, mirror: Path | None) -> Plan:
+    models, methods = config.get("models", {}), config.get("methods", {})
+    tasks: list[RunTask] = []
+    notes: list[dict] = []
+    seen = set()
+    for i, run in enumerate(config.get("runs", [])):
+        where = f"runs[{i}]"
+        if run["model"] not in models:
+            raise ConfigError(
+                f"{where}.model: unknown model {run['model']!r}; defined: {', '.join(models)}"
+            )
+        try:
+            method_spec = resolve_method(run["method"], methods)
+        except KeyError:
+            raise ConfigError(
+                f"{where}.method: unknown method {run['method']!r}; define it under 'methods', "
+                f"or use a preset ({', '.join(PRESETS)}) or genegpt-<six-digit mask>"
+            ) from None
+        except ValueError as exc:
+            raise ConfigError(f"methods.{run['method']}.mask: {exc}") from None
+        if (run["model"], run["method"]) in seen:
+            raise ConfigError(f"{where}: run {run['model']} x {run['method']} is listed twice")
+        seen.add((run["model"], run["method"]))
+        model_spec = models[run["model"]]
+        shards = run.get("shards", config.get("shards", 1))
+        for benchmark in run.get("benchmarks", config.get("benchmarks", [])):
+            new, new_notes = _run_tasks(
+                run, model_spec, method_spec, benchmark, shards, mirror, where
+            )
+            tasks += new
+            notes += new_notes
+    return Plan(tasks, notes)
+
+
+def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where):
+    base = {"model": run["model"], "method": run["method"], "benchmark": benchmark}
+    if model_spec["backend"] != "replay":
+        raise ConfigError(f"{where}: backend {model_spec['backend']!r} is not available yet")
+    recording = model_spec["recording"]
+    if recording not in RECORDINGS:
+        raise ConfigError(
+            f"models.{run['model']}.recording: unknown recording {recording!r}; "
+            f"known: {', '.join(RECORDINGS)}"
+        )
+    if method_spec.get("kind") != "genegpt":
+        raise ConfigError(f"{where}: a replayed {recording} run needs a genegpt method")
+    mask = method_spec["mask"]
+    recorded = {r.task: r for r in recorded_runs(recording, benchmark, mask)}
+    tasks, notes, unrecorded = [], [], []
+    for task in tasks_of(benchmark):
+        if task not in recorded:
+            unrecorded.append(task)
+        elif not available(recorded[task].file.url, mirror):
+            notes.append(
+                {
+                    **base,
+                    "level": "warning",
+                    "message": f"{task}: recorded upstream ({recorded[task].file.url}) but the "
+                    f"mirror {mirror} lacks it; left out of this report",
+                }
+            )
+        else:
+            tasks.append(
+                RunTask(
+                    run["model"],
+                    run["method"],
+                    benchmark,
+                    task,
+                    shards,
+                    model_spec,
+                    method_spec,
+                    recorded[task],
+                )
+            )
+    if unrecorded:
+        notes.append(
+            {
+                **base,
+                "level": "note",
+                "message": f"{recording} has no recording of mask {mask} for "
+                + ", ".join(unrecorded),
+            }
+        )
+    return tasks, notes
+
+
+def config_hash(config: dict) -> str:
+    """sha256 of the config as it shapes results (the mirror location does not)."""
+    relevant = {k: v for k, v in config.items() if k != "mirror"}
+    canonical = json.dumps(relevant, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -1,0 +1,115 @@
+"""The record of one question's run, and the shard file that holds them.
+
+A shard appends one JSON line per finished question to a ``.partial`` file and
+fsyncs it, so a killed job loses at most the question it was on; on restart the
+finished ids are skipped and a torn last line is dropped. The declared output is
+written (atomically) only when every question of the shard is done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Event:
+    type: str  # "model" or "tool"
+    index: int
+    data: dict
+    latency_s: float = 0.0
+
+
+@dataclass
+class QuestionResult:
+    question_id: str
+    header_sha256: str | None = None
+    answer: str | None = None
+    error: str | None = None  # lengthError, numError, model_miss
+    events: list[Event] = field(default_factory=list)
+
+    def finish(self, answer: str | None, error: str | None = None) -> QuestionResult:
+        self.answer, self.error = answer, error
+        return self
+
+
+# Fields that differ between two runs of the same inputs (wall-clock measurements).
+TIMING_FIELDS = ("latency_s", "wall_s", "finished_at")
+
+
+def to_record(result: QuestionResult, run: dict, wall_s: float) -> dict:
+    record = {**run, **asdict(result)}
+    record["wall_s"] = wall_s
+    record["finished_at"] = time.time()
+    return record
+
+
+def without_timings(record: dict) -> dict:
+    """A record with its wall-clock fields removed, for comparing runs."""
+    out = {k: v for k, v in record.items() if k not in TIMING_FIELDS}
+    out["events"] = [{k: v for k, v in e.items() if k not in TIMING_FIELDS} for e in record["events"]]
+    return out
+
+
+def read_records(path: Path) -> list[dict]:
+    with open(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+class ShardWriter:
+    """Appends records to ``<output>.partial`` and resumes from what it holds."""
+
+    def __init__(self, output: Path):
+        self.output = Path(output)
+        self.partial = self.output.with_name(self.output.name + ".partial")
+        self.output.parent.mkdir(parents=True, exist_ok=True)
+        self.records: list[dict] = self._recover()
+
+    def _recover(self) -> list[dict]:
+        if not self.partial.exists():
+            return []
+        data = self.partial.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1]  # drop a line torn by a kill
+        records, seen, keep = [], set(), 0
+        for line in complete.splitlines(keepends=True):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                break  # corruption: keep what came before it, redo the rest
+            if record["question_id"] in seen:
+                continue
+            seen.add(record["question_id"])
+            records.append(record)
+            keep += len(line)
+        if keep != len(data):
+            with open(self.partial, "r+b") as fh:
+                fh.truncate(keep)
+        return records
+
+    @property
+    def done(self) -> set[str]:
+        return {r["question_id"] for r in self.records}
+
+    def append(self, record: dict) -> None:
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        with open(self.partial, "ab") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.records.append(record)
+
+    def finalize(self, order: list[str]) -> None:
+        """Write the declared output in question order, then drop the partial file."""
+        rank = {qid: i for i, qid in enumerate(order)}
+        records = sorted(self.records, key=lambda r: rank[r["question_id"]])
+        tmp = self.output.with_name(self.output.name + ".tmp")
+        with open(tmp, "w") as fh:
+            for record in records:
+                fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(self.output)
+        self.partial.unlink(missing_ok=True)

@@ -1,0 +1,127 @@
+# Config validation and the helpers that turn the config into targets.
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
+from snakemake.utils import validate
+
+# Jobs run the helixbench code of this checkout, installed or not.
+SRC_DIR = Path(workflow.basedir).parent / "src"
+sys.path.insert(0, str(SRC_DIR))
+
+from helixbench import paths
+from helixbench.benchmarks import BENCHMARK_FILES
+from helixbench.fetch import resolve_mirror
+from helixbench.plan import ConfigError, build_plan, upstream_path
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+MIRROR = resolve_mirror(config.get("mirror"))
+try:
+    PLAN = build_plan(config, MIRROR)
+except ConfigError as exc:
+    raise WorkflowError(f"invalid config: {exc}")
+
+for note in PLAN.notes:
+    if note["level"] == "warning":
+        logger.warning(f"{note['model']} / {note['method']}: {note['message']}")
+
+
+wildcard_constraints:
+    model=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    method=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    benchmark=r"[a-z]+",
+    task=r"[a-z0-9-]+",
+    shard=r"\d+",
+    shards=r"\d+",
+
+
+def set_job_environment():
+    """Jobs run this checkout's code (src/), with Snakemake's own Python unless conda is used."""
+    env = f"export PYTHONPATH={shlex.quote(str(SRC_DIR))}; "
+    if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
+        bin_dir = shlex.quote(os.path.dirname(sys.executable))
+        env += f'export PATH={bin_dir}:"$PATH"; '
+    shell.prefix(f"set -euo pipefail; {env}")
+
+
+set_job_environment()
+CONDA_ENV = "../../environment.yml"
+
+
+def get_output_dir(wildcards, output):
+    return os.path.dirname(output[0])
+
+
+def get_final_output():
+    return [f"{paths.REPORT_DIR}/{name}" for name in paths.REPORT_FILES]
+
+
+def get_mirror_arg():
+    return f"--mirror {MIRROR}" if MIRROR else ""
+
+
+def get_benchmark_files():
+    return [upstream_path(f) for f in BENCHMARK_FILES.values()]
+
+
+def get_run_task(wildcards):
+    return PLAN.find(
+        wildcards.model, wildcards.method, wildcards.benchmark, wildcards.task
+    )
+
+
+def get_run_spec(wildcards):
+    return json.dumps(get_run_task(wildcards).spec(), sort_keys=True)
+
+
+def get_run_inputs(wildcards):
+    task = get_run_task(wildcards)
+    return {
+        "questions": paths.QUESTIONS,
+        "recording": task.recording_path,
+        "snapshot": task.snapshot_path,
+    }
+
+
+def get_task_shards(wildcards):
+    return get_run_task(wildcards).shard_paths()
+
+
+def get_recorded_run(wildcards):
+    for task in PLAN.tasks:
+        recorded = task.recorded
+        if (
+            recorded
+            and recorded.recording == wildcards.recording
+            and recorded.run_dir == wildcards.run_dir
+            and task.task_slug == wildcards.task
+        ):
+            return recorded
+    raise WorkflowError(f"no planned recorded run for {dict(wildcards)}")
+
+
+def get_recorded_mask(wildcards):
+    return get_recorded_run(wildcards).mask
+
+
+def get_recorded_url(wildcards):
+    return get_recorded_run(wildcards).file.url
+
+
+def get_recording_file(wildcards):
+    return upstream_path(get_recorded_run(wildcards).file)
+
+
+def get_all_task_outputs():
+    files = [task.score_path for task in PLAN.tasks]
+    files += [path for task in PLAN.tasks for path in task.shard_paths()]
+    return files
+
+
+def get_config_json():
+    return json.dumps(config, sort_keys=True)

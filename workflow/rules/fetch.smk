@@ -1,0 +1,30 @@
+# Stage 1: upstream files by URL (or from the mirror), checked against pinned sha256.
+
+
+rule fetch_upstream:
+    output:
+        f"{paths.UPSTREAM_DIR}/{{relpath}}",
+    log:
+        "logs/fetch/{relpath}.log",
+    wildcard_constraints:
+        relpath=r"[^/]+/.+",
+    conda:
+        CONDA_ENV
+    params:
+        mirror=get_mirror_arg(),
+        lock=paths.UPSTREAM_LOCK,
+    shell:
+        "python -m helixbench fetch {output:q} {params.mirror} --lock {params.lock:q} > {log:q} 2>&1"
+
+
+rule questions:
+    input:
+        get_benchmark_files(),
+    output:
+        paths.QUESTIONS,
+    log:
+        "logs/questions.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "python -m helixbench questions --out {output:q} > {log:q} 2>&1"
