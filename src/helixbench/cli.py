@@ -22,7 +22,9 @@ def _fetch(args) -> None:
     entry = manifest().get(rel)
     if entry is None:
         raise SystemExit(f"error: {args.output} is not a pinned upstream file")
-    digest = fetch(entry.url, Path(args.output), entry.sha256, resolve_mirror(args.mirror), Path(args.lock))
+    digest = fetch(
+        entry.url, Path(args.output), entry.sha256, resolve_mirror(args.mirror), Path(args.lock)
+    )
     logging.info("fetched %s (sha256 %s)", entry.url, digest)
 
 
@@ -68,7 +70,13 @@ def _run(args) -> None:
 def _score(args) -> None:
     from .runner import score_task
 
-    score_task(json.loads(args.spec), Path(args.questions), [Path(p) for p in args.shards], Path(args.out), args.scorers)
+    score_task(
+        json.loads(args.spec),
+        Path(args.questions),
+        [Path(p) for p in args.shards],
+        Path(args.out),
+        args.scorers,
+    )
 
 
 def _load_config(args) -> dict:
@@ -98,7 +106,8 @@ def _plan(args) -> None:
     for task in plan.tasks:
         print(f"{task.model}\t{task.method}\t{task.benchmark}\t{task.task}\t{task.shards} shard(s)")
     for note in plan.notes:
-        print(f"{note['level']}: {note['model']} / {note['method']} ({note['benchmark']}): {note['message']}")
+        where = f"{note['model']} / {note['method']} ({note['benchmark']})"
+        print(f"{note['level']}: {where}: {note['message']}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -140,7 +149,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("shards", nargs="+")
     p.set_defaults(func=_score)
 
-    for name, func, text in (("report", _report, "write results/report/"), ("plan", _plan, "show the plan")):
+    for name, func, text in (
+        ("report", _report, "write results/report/"),
+        ("plan", _plan, "show the plan"),
+    ):
         p = sub.add_parser(name, help=text)
         group = p.add_mutually_exclusive_group(required=True)
         group.add_argument("--config", help="config YAML file")

@@ -28,9 +28,20 @@ class FetchError(RuntimeError):
 
 
 def resolve_mirror(configured: str | None) -> Path | None:
-    """The mirror directory: ``$HELIXBENCH_MIRROR`` if set, else the config value, else None."""
-    value = os.environ.get(MIRROR_ENV) or configured
-    return Path(value).expanduser().resolve() if value else None
+    """The mirror directory: ``$HELIXBENCH_MIRROR`` if set, else the config value, else None.
+
+    A relative path is taken from the working directory. A mirror that is not a
+    directory is an error: silently treating every file as missing would hide it.
+    """
+    from_env = os.environ.get(MIRROR_ENV)
+    value = from_env or configured
+    if not value:
+        return None
+    path = Path(value).expanduser().resolve()
+    if not path.is_dir():
+        origin = f"${MIRROR_ENV}" if from_env else "config key 'mirror'"
+        raise FetchError(f"mirror {value!r} ({origin}) is not a directory (resolved to {path})")
+    return path
 
 
 def mirror_path(url: str, mirror: Path) -> Path:

@@ -52,7 +52,9 @@ class RecordedRun:
 
 def load_recording(path: Path) -> list[RecordedItem]:
     data = json.loads(Path(path).read_text())
-    return [RecordedItem(q, gold, final, [tuple(s) for s in steps]) for q, gold, final, steps in data]
+    return [
+        RecordedItem(q, gold, final, [tuple(s) for s in steps]) for q, gold, final, steps in data
+    ]
 
 
 def recorded_runs(recording: str, benchmark: str, mask: str) -> list[RecordedRun]:

@@ -50,7 +50,9 @@ def to_record(result: QuestionResult, run: dict, wall_s: float) -> dict:
 def without_timings(record: dict) -> dict:
     """A record with its wall-clock fields removed, for comparing runs."""
     out = {k: v for k, v in record.items() if k not in TIMING_FIELDS}
-    out["events"] = [{k: v for k, v in e.items() if k not in TIMING_FIELDS} for e in record["events"]]
+    out["events"] = [
+        {k: v for k, v in e.items() if k not in TIMING_FIELDS} for e in record["events"]
+    ]
     return out
 
 
@@ -79,11 +81,10 @@ class ShardWriter:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 break  # corruption: keep what came before it, redo the rest
-            if record["question_id"] in seen:
-                continue
-            seen.add(record["question_id"])
-            records.append(record)
             keep += len(line)
+            if record["question_id"] not in seen:  # a duplicate line is harmless: skip it
+                seen.add(record["question_id"])
+                records.append(record)
         if keep != len(data):
             with open(self.partial, "r+b") as fh:
                 fh.truncate(keep)

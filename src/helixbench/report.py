@@ -40,7 +40,8 @@ def load_scores(plan: Plan) -> pd.DataFrame:
         with open(task.score_path) as fh:
             rows += [json.loads(line) for line in fh if line.strip()]
     return pd.DataFrame(
-        rows, columns=["question_id", "model", "method", "benchmark", "task", "metric", "score", "demo"]
+        rows,
+        columns=["question_id", "model", "method", "benchmark", "task", "metric", "score", "demo"],
     )
 
 
@@ -68,7 +69,11 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                     "n": len(frame),
                     "score": frame.score.mean(),
                     "paper": published(
-                        _recording(task), task.method_spec.get("mask"), task.benchmark, task.task, metric
+                        _recording(task),
+                        task.method_spec.get("mask"),
+                        task.benchmark,
+                        task.task,
+                        metric,
                     ),
                     "_recording": _recording(task),
                     "_mask": task.method_spec.get("mask"),
@@ -76,7 +81,9 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
             )
     table = pd.DataFrame(rows)
     if table.empty:
-        return pd.DataFrame(columns=["benchmark", "task", "model", "method", "metric", "n", "score", "paper"])
+        return pd.DataFrame(
+            columns=["benchmark", "task", "model", "method", "metric", "n", "score", "paper"]
+        )
     macros = []
     for (benchmark, model, method, metric), group in table.groupby(
         ["benchmark", "model", "method", "metric"], sort=False
@@ -92,7 +99,9 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                 "n": len(group),
                 "score": group.score.mean(),
                 # The paper's average covers every task; compare only a complete set.
-                "paper": published(group._recording.iloc[0], group._mask.iloc[0], benchmark, "macro", metric)
+                "paper": published(
+                    group._recording.iloc[0], group._mask.iloc[0], benchmark, "macro", metric
+                )
                 if complete
                 else None,
             }
@@ -126,7 +135,9 @@ def replay_table(plan: Plan) -> pd.DataFrame:
                 "misses": sum(e["data"]["cache"] == "miss" for e in model_events),
             }
         )
-    return pd.DataFrame(rows, columns=["model", "method", "benchmark", "task", "calls", "hits", "misses"])
+    return pd.DataFrame(
+        rows, columns=["model", "method", "benchmark", "task", "calls", "hits", "misses"]
+    )
 
 
 def error_table(plan: Plan) -> pd.DataFrame:
@@ -222,7 +233,11 @@ def provenance(plan: Plan, config: dict, config_digest: str) -> dict:
     for f in plan.upstream_files():
         local = Path(upstream_path(f))
         upstream.append(
-            {"url": f.url, "sha256": sha256_file(local) if local.exists() else None, "pinned": f.sha256}
+            {
+                "url": f.url,
+                "sha256": sha256_file(local) if local.exists() else None,
+                "pinned": f.sha256,
+            }
         )
     snapshots, models = {}, {}
     for task in plan.tasks:
@@ -236,7 +251,10 @@ def provenance(plan: Plan, config: dict, config_digest: str) -> dict:
         "config": config,
         "snapshots": snapshots,
         "upstream": upstream,
-        "models": {m: [dict(t) for t in {json.dumps(i, sort_keys=True): i for i in ids}.values()] for m, ids in models.items()},
+        "models": {
+            m: [dict(t) for t in {json.dumps(i, sort_keys=True): i for i in ids}.values()]
+            for m, ids in models.items()
+        },
         "python": platform.python_version(),
         "packages": {p: version(p) for p in PACKAGES},
     }
@@ -276,23 +294,36 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     prov = provenance(plan, config, config_digest)
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     (out_dir / "report.md").write_text(
-        _markdown(plan, summary, t2, table2(plan, summary, "genegpt_excl_demos"), hop, replay, errors, prov)
+        _markdown(
+            plan,
+            summary,
+            t2,
+            table2(plan, summary, "genegpt_excl_demos"),
+            hop,
+            replay,
+            errors,
+            prov,
+        )
     )
 
 
 def _markdown(plan, summary, t2, t2_nodemo, hop, replay, errors, prov) -> str:
     hits = int(replay.hits.sum()) if not replay.empty else 0
     calls = int(replay.calls.sum()) if not replay.empty else 0
-    replay_summary = replay.groupby(["model", "method"], sort=False)[["calls", "hits", "misses"]].sum()
-    replay_summary["hit rate"] = (replay_summary.hits / replay_summary.calls).map(lambda v: f"{v:.1%}")
+    replay_summary = replay.groupby(["model", "method"], sort=False)[
+        ["calls", "hits", "misses"]
+    ].sum()
+    replay_summary["hit rate"] = (replay_summary.hits / replay_summary.calls).map(
+        lambda v: f"{v:.1%}"
+    )
     notes = "\n".join(
         f"- **{n['level']}** ({n['model']} / {n['method']}, {n['benchmark']}): {n['message']}"
         for n in plan.notes
     )
     return f"""# helixbench report
 
-Produced by helixbench {prov['helixbench']['version']} (commit {prov['helixbench']['commit']}),
-config sha256 `{prov['config_sha256'][:16]}`, Python {prov['python']}. Full provenance
+Produced by helixbench {prov["helixbench"]["version"]} (commit {prov["helixbench"]["commit"]}),
+config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full provenance
 (upstream checksums, snapshot ids, model identities, package versions) is in
 `provenance.json`.
 

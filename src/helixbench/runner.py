@@ -55,8 +55,14 @@ def run_shard(
     todo = [q for q in questions if q.id not in writer.done]
     log.info(
         "%s x %s, %s / %s shard %d/%d: %d questions, %d already done",
-        spec["model"], spec["method"], spec["benchmark"], spec["task"], shard, spec["shards"],
-        len(questions), len(questions) - len(todo),
+        spec["model"],
+        spec["method"],
+        spec["benchmark"],
+        spec["task"],
+        shard,
+        spec["shards"],
+        len(questions),
+        len(questions) - len(todo),
     )
     run_info = {
         "model": spec["model"],
@@ -73,7 +79,9 @@ def run_shard(
     writer.finalize([q.id for q in questions])
 
 
-def score_task(spec: dict, questions_path: Path, shard_paths: list[Path], output: Path, scorers: list[str]) -> None:
+def score_task(
+    spec: dict, questions_path: Path, shard_paths: list[Path], output: Path, scorers: list[str]
+) -> None:
     """Per-question scores of one task, one JSON line per (question, metric)."""
     questions = {q.id: q for q in read_questions(questions_path)}
     rows = []

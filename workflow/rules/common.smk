@@ -15,16 +15,21 @@ sys.path.insert(0, str(SRC_DIR))
 
 from helixbench import paths
 from helixbench.benchmarks import BENCHMARK_FILES
-from helixbench.fetch import resolve_mirror
+from helixbench.fetch import FetchError, resolve_mirror
 from helixbench.plan import ConfigError, build_plan, upstream_path
 
 validate(config, schema="../schemas/config.schema.yaml")
 
-MIRROR = resolve_mirror(config.get("mirror"))
 try:
+    MIRROR = resolve_mirror(config.get("mirror"))
     PLAN = build_plan(config, MIRROR)
-except ConfigError as exc:
+except (ConfigError, FetchError) as exc:
     raise WorkflowError(f"invalid config: {exc}")
+if not PLAN.tasks:
+    raise WorkflowError(
+        "nothing to run: every run of the config was left out; "
+        + "; ".join(note["message"] for note in PLAN.notes)
+    )
 
 for note in PLAN.notes:
     if note["level"] == "warning":

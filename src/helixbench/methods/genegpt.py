@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..models import CompletionRequest, ContextLengthError, Model, ModelMiss
 from ..records import Event, QuestionResult
 from ..snapshots import Snapshot
-from ..tools import ToolRequest, Toolbox, ToolResult
+from ..tools import Toolbox, ToolRequest, ToolResult
 
 INSTRUCTION = "Hello. Your task is to use NCBI Web APIs to answer genomic questions.\n"
 
@@ -177,7 +177,9 @@ class GeneGPT:
     @classmethod
     def from_spec(cls, spec: dict, snapshot: Snapshot) -> GeneGPT:
         limits = ("cut_length", "max_calls", "reply_cap", "max_tokens")
-        return cls(build_header(spec["mask"], snapshot), **{k: spec[k] for k in limits if k in spec})
+        return cls(
+            build_header(spec["mask"], snapshot), **{k: spec[k] for k in limits if k in spec}
+        )
 
     def run(self, question_id: str, question: str, model: Model, tools: Toolbox) -> QuestionResult:
         prompt = self.header + f"Question: {question}\n"
@@ -242,7 +244,9 @@ def _model_event(request, previous_prompt, completion, started, error=None) -> E
 
 
 def _tool_event(reply: ToolResult, rendered: str) -> Event:
-    return Event(type="tool", index=reply.index, data=reply.describe(rendered), latency_s=reply.latency_s)
+    return Event(
+        type="tool", index=reply.index, data=reply.describe(rendered), latency_s=reply.latency_s
+    )
 
 
 def sha256_text(text: str) -> str:

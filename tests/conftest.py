@@ -1,0 +1,52 @@
+"""Shared fixtures. Upstream files come from the mirror named by HELIXBENCH_MIRROR
+(``../shared/mirror`` in CI and in the README's test command), never the network."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helixbench.fetch import fetch
+from helixbench.recordings import recorded_runs
+from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def mirror() -> Path:
+    value = os.environ.get("HELIXBENCH_MIRROR")
+    if not value:
+        pytest.fail("set HELIXBENCH_MIRROR to the upstream mirror (e.g. ../shared/mirror)")
+    path = Path(value).resolve()
+    if not path.is_dir():
+        pytest.fail(f"HELIXBENCH_MIRROR={value} is not a directory")
+    return path
+
+
+@pytest.fixture(scope="session")
+def upstream(mirror, tmp_path_factory):
+    """Fetch (verified) GeneGPT files from the mirror; returns a function path -> local file."""
+    root = tmp_path_factory.mktemp("upstream")
+
+    def get(path: str) -> Path:
+        entry = lookup(GENEGPT_REPO, path, GENEGPT_COMMIT)
+        dest = root / entry.relpath
+        if not dest.exists():
+            fetch(entry.url, dest, entry.sha256, mirror=mirror)
+        return dest
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def recording(upstream):
+    """Local copy of a recorded run: ``recording("geneturing", "001001", "Gene alias")``."""
+
+    def get(benchmark: str, mask: str, task: str) -> Path:
+        runs = {r.task: r for r in recorded_runs("genegpt-2023", benchmark, mask)}
+        return upstream(runs[task].file.path)
+
+    return get

@@ -1,0 +1,123 @@
+"""Shard files: append, resume after a kill, finalize."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from helixbench.benchmarks import load_benchmark, write_questions
+from helixbench.plan import build_plan
+from helixbench.records import ShardWriter, read_records, without_timings
+
+
+def test_torn_and_duplicate_lines_are_recovered(tmp_path):
+    out = tmp_path / "shard.jsonl"
+    partial = out.with_name(out.name + ".partial")
+    lines = [json.dumps({"question_id": q, "events": []}) + "\n" for q in ("a", "b", "a")]
+    partial.write_text("".join(lines) + '{"question_id": "c", "ev')
+    writer = ShardWriter(out)
+    assert [r["question_id"] for r in writer.records] == ["a", "b"]
+    assert partial.read_text() == lines[0] + lines[1] + lines[2]  # torn tail cut off
+    writer.append({"question_id": "c", "events": []})
+    writer.finalize(["c", "b", "a"])
+    assert [r["question_id"] for r in read_records(out)] == ["c", "b", "a"]
+    assert not partial.exists()
+
+
+# Runs one shard in a child process whose writer sleeps after each record, so
+# the test can SIGKILL it mid-shard; the production code is unchanged.
+SLOW_CHILD = """
+import sys, time
+import helixbench.records as records
+append = records.ShardWriter.append
+def slow_append(self, record):
+    append(self, record)
+    time.sleep(0.05)
+records.ShardWriter.append = slow_append
+from helixbench.cli import main
+main(sys.argv[1:])
+"""
+
+
+def _shard_command(spec, shard, questions, recording, snapshot, out):
+    return [
+        "run",
+        "--spec",
+        json.dumps(spec),
+        "--shard",
+        str(shard),
+        "--questions",
+        str(questions),
+        "--recording",
+        str(recording),
+        "--snapshot",
+        str(snapshot),
+        "--out",
+        str(out),
+    ]
+
+
+def test_sigkill_mid_shard_then_resume_gives_identical_records(upstream, mirror, tmp_path):
+    from helixbench.cli import main
+
+    questions = tmp_path / "questions.jsonl"
+    write_questions(load_benchmark("geneturing", upstream("data/geneturing.json")), questions)
+    config = {
+        "models": {"codex": {"backend": "replay", "recording": "genegpt-2023"}},
+        "runs": [{"model": "codex", "method": "genegpt-slim", "benchmarks": ["geneturing"]}],
+        "shards": 2,
+    }
+    task = build_plan(config, mirror).find("codex", "genegpt-slim", "geneturing", "gene-alias")
+    recording = upstream(task.recorded.file.path)
+    snapshot = tmp_path / "snapshot.json"
+    main(
+        [
+            "snapshot",
+            "--recording",
+            str(recording),
+            "--recording-name",
+            "genegpt-2023",
+            "--url",
+            task.recorded.file.url,
+            "--mask",
+            "001001",
+            "--out",
+            str(snapshot),
+        ]
+    )
+
+    reference = tmp_path / "reference" / "shard.jsonl"
+    main(_shard_command(task.spec(), 1, questions, recording, snapshot, reference))
+
+    killed = tmp_path / "killed" / "shard.jsonl"
+    partial = killed.with_name(killed.name + ".partial")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            SLOW_CHILD,
+            *_shard_command(task.spec(), 1, questions, recording, snapshot, killed),
+        ],
+        env=env,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if partial.exists() and partial.read_text().count("\n") >= 8:
+            break
+        time.sleep(0.01)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert not killed.exists()  # the output appears only when the shard is complete
+    done_before = partial.read_text().count("\n")
+    assert 8 <= done_before < 25
+
+    main(_shard_command(task.spec(), 1, questions, recording, snapshot, killed))
+    got, want = read_records(killed), read_records(reference)
+    assert len(got) == len(want) == 25
+    assert len({r["question_id"] for r in got}) == 25
+    assert [without_timings(r) for r in got] == [without_timings(r) for r in want]

@@ -1,0 +1,160 @@
+"""The Snakemake workflow end to end, offline, from the mirror; and config validation."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helixbench.plan import ConfigError, build_plan, config_hash
+
+from .conftest import REPO_ROOT
+from .test_scoring import REFERENCE
+
+SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
+DEFAULT_CONFIG = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
+
+
+def snakemake(workdir: Path, config: dict, *args: str, mirror: Path | None = None):
+    configfile = workdir / "config.yaml"
+    configfile.write_text(yaml.safe_dump(config))
+    env = {**os.environ}
+    if mirror is not None:
+        env["HELIXBENCH_MIRROR"] = str(mirror)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(SNAKEFILE),
+            "--directory",
+            str(workdir),
+            "--configfile",
+            str(configfile),
+            "--cores",
+            "2",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+
+
+@pytest.mark.workflow
+def test_default_workflow_reproduces_the_paper(mirror, tmp_path):
+    config = json.loads(json.dumps(DEFAULT_CONFIG))
+    # Upstream recorded mask 000001, but the mirror lacks it: left out with a warning.
+    config["runs"].append(
+        {"model": "codex", "method": "genegpt-000001", "benchmarks": ["geneturing"]}
+    )
+    done = snakemake(tmp_path, config, mirror=mirror)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = tmp_path / "results" / "report"
+
+    with open(report / "scores.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == [
+        "benchmark",
+        "task",
+        "model",
+        "method",
+        "metric",
+        "n",
+        "score",
+        "paper",
+    ]
+    scores = {(r["method"], r["task"], r["metric"]): r for r in rows}
+    for method, mask in (("genegpt-slim", "001001"), ("genegpt-full", "111111")):
+        for task, value in REFERENCE[mask].items():
+            row = scores[(method, task, "genegpt")]
+            assert abs(float(row["score"]) - value) < 1e-9, (method, task)
+            assert row["n"] == "50" and row["paper"] != ""
+        macro = float(scores[(method, "macro", "genegpt")]["score"])
+        assert round(macro, 2) == {"001001": 0.83, "111111": 0.80}[mask]
+    dgl = scores[("genegpt-101110", "Disease gene location", "genegpt")]
+    assert abs(float(dgl["score"]) - 0.6716667) < 1e-9 and dgl["paper"] == "0.67"
+    # The demonstration items are excluded in the second metric.
+    assert scores[("genegpt-slim", "Gene alias", "genegpt_excl_demos")]["n"] == "49"
+
+    with open(report / "replay.csv") as fh:
+        replay = list(csv.DictReader(fh))
+    assert list(replay[0]) == ["model", "method", "benchmark", "task", "calls", "hits", "misses"]
+    assert len(replay) == 20
+    assert all(r["calls"] == r["hits"] and r["misses"] == "0" for r in replay)
+    assert sum(int(r["calls"]) for r in replay) == 2976
+
+    text = (report / "report.md").read_text()
+    assert "genegpt-000001" in text and "mirror" in text and "**warning**" in text
+    provenance = json.loads((report / "provenance.json").read_text())
+    assert provenance["config_sha256"] == config_hash(provenance["config"])
+    assert len(provenance["snapshots"]) == 20
+    assert all(u["sha256"] == u["pinned"] for u in provenance["upstream"])
+
+    again = snakemake(tmp_path, config, "--dry-run", mirror=mirror)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"modles": {}}, "'modles' was unexpected"),
+        ({"shards": 0}, "0 is less than the minimum of 1"),
+        ({"methods": {"mine": {"kind": "genegpt", "mask": "0010"}}}, "'0010' does not match"),
+        (
+            {"runs": [{"model": "gpt", "method": "genegpt-slim"}]},
+            "runs[0].model: unknown model 'gpt'",
+        ),
+        ({"runs": [{"model": "codex", "method": "slim"}]}, "runs[0].method: unknown method 'slim'"),
+    ],
+)
+def test_bad_config_names_the_key(mirror, tmp_path, change, message):
+    config = {**DEFAULT_CONFIG, **change}
+    result = snakemake(tmp_path, config, "--dry-run", mirror=mirror)
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr
+
+
+def test_missing_mirror_is_an_error(tmp_path):
+    result = snakemake(tmp_path, DEFAULT_CONFIG, "--dry-run", mirror=tmp_path / "no-such-dir")
+    assert result.returncode != 0
+    assert "is not a directory" in result.stdout + result.stderr
+
+
+def test_a_config_with_nothing_to_run_fails(mirror, tmp_path):
+    config = {**DEFAULT_CONFIG, "runs": [{"model": "codex", "method": "genegpt-000001"}]}
+    result = snakemake(tmp_path, config, "--dry-run", mirror=mirror)
+    assert result.returncode != 0
+    assert "nothing to run" in result.stdout + result.stderr
+
+
+def test_plan_skips_unrecorded_and_unmirrored_runs(mirror):
+    config = {
+        "models": {"codex": {"backend": "replay", "recording": "genegpt-2023"}},
+        "benchmarks": ["geneturing", "genehop"],
+        "runs": [
+            {"model": "codex", "method": "genegpt-101110"},
+            {"model": "codex", "method": "genegpt-111011"},
+        ],
+    }
+    plan = build_plan(config, mirror)
+    assert [(t.method, t.task) for t in plan.tasks] == [
+        ("genegpt-101110", "SNP gene function"),
+        ("genegpt-101110", "Disease gene location"),
+    ]
+    levels = [(n["method"], n["benchmark"], n["level"]) for n in plan.notes]
+    assert ("genegpt-101110", "geneturing", "note") in levels
+    assert ("genegpt-111011", "genehop", "warning") in levels  # BLAST GeneHop run: not mirrored
+    assert ("genegpt-111011", "geneturing", "warning") in levels
+    without_mirror = build_plan(config, None)  # a real user downloads: every recorded task runs
+    assert len(without_mirror.tasks) == 2 + 9 + 1
+    with pytest.raises(ConfigError, match="listed twice"):
+        build_plan({**config, "runs": config["runs"][:1] * 2}, mirror)
