@@ -163,9 +163,16 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    from .fetch import FetchError
+    from .plan import ConfigError
+    from .snapshots import SnapshotError
+
     try:
         args.func(args)
-    except Exception as exc:  # a clear one-line error for the log, the traceback below it
+    except (FetchError, ConfigError, SnapshotError) as exc:  # expected: the message says it all
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except Exception as exc:  # unexpected: the traceback, then a one-line summary
         logging.exception("helixbench %s failed", args.command)
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

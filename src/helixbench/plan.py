@@ -109,16 +109,28 @@ class Plan:
     tasks: list[RunTask]
     notes: list[dict]  # {"level": "note" | "warning", "model", "method", "benchmark", "message"}
 
+    def __post_init__(self):
+        # Snakemake asks for a job's task once per input function: keep lookups O(1).
+        self._by_wildcards = {(t.model, t.method, t.benchmark, t.task_slug): t for t in self.tasks}
+        self._by_recording = {
+            (t.recorded.recording, t.recorded.run_dir, t.task_slug): t.recorded
+            for t in self.tasks
+            if t.recorded is not None
+        }
+
     def find(self, model: str, method: str, benchmark: str, task_slug: str) -> RunTask:
-        for task in self.tasks:
-            if (task.model, task.method, task.benchmark, task.task_slug) == (
-                model,
-                method,
-                benchmark,
-                task_slug,
-            ):
-                return task
-        raise KeyError(f"no planned run task {model}/{method}/{benchmark}/{task_slug}")
+        try:
+            return self._by_wildcards[(model, method, benchmark, task_slug)]
+        except KeyError:
+            raise KeyError(
+                f"no planned run task {model}/{method}/{benchmark}/{task_slug}"
+            ) from None
+
+    def recorded_run(self, recording: str, run_dir: str, task_slug: str) -> RecordedRun:
+        try:
+            return self._by_recording[(recording, run_dir, task_slug)]
+        except KeyError:
+            raise KeyError(f"no planned recorded run {recording}/{run_dir}/{task_slug}") from None
 
     def upstream_files(self) -> list[UpstreamFile]:
         files = list(BENCHMARK_FILES.values())

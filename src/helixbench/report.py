@@ -20,6 +20,7 @@ from .fetch import sha256_file
 from .paper import TABLE2_MODULES, TABLE3, published
 from .plan import Plan, RunTask, upstream_path
 from .records import read_records
+from .scoring.genegpt import SCORED_TASKS
 
 METRICS = ("genegpt", "genegpt_excl_demos")
 PACKAGES = ("snakemake", "pandas", "pyyaml", "jsonschema", "requests", "tabulate")
@@ -112,8 +113,6 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def _scored_tasks(benchmark: str) -> set[str]:
-    from .scoring.genegpt import SCORED_TASKS
-
     return set(tasks_of(benchmark)) & SCORED_TASKS
 
 
@@ -169,9 +168,8 @@ def _fmt(value) -> str:
 def table2(plan: Plan, scores: pd.DataFrame, metric: str = "genegpt") -> pd.DataFrame:
     """GeneTuring in the paper's layout: modules, tasks, module averages, overall average."""
     runs = list(dict.fromkeys(_run_label(t) for t in plan.tasks if t.benchmark == "geneturing"))
-    by_run = {
-        _run_label(t): t for t in plan.tasks if t.benchmark == "geneturing"
-    }  # one task per run suffices for its recording and mask
+    # Any task of a run tells its recording and mask.
+    by_run = {_run_label(t): t for t in plan.tasks if t.benchmark == "geneturing"}
     sel = scores[(scores.benchmark == "geneturing") & (scores.metric == metric)]
     lookup = {(f"{r.model} / {r.method}", r.task): r for r in sel.itertuples()}
     rows = []

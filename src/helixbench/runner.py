@@ -41,12 +41,8 @@ def run_shard(
     snapshot: Path | None = None,
 ) -> None:
     questions = shard_questions(read_questions(questions_path), spec, shard)
-    model_spec = {
-        **spec["model_spec"],
-        "recording_url": spec.get("recording_url"),
-        "recording_sha256": spec.get("recording_sha256"),
-    }
-    model = create_model(model_spec, recording=recording)
+    source = {"url": spec.get("recording_url"), "sha256": spec.get("recording_sha256")}
+    model = create_model(spec["model_spec"], recording=recording, recording_source=source)
     snap = Snapshot.load(snapshot)
     method = create_method(spec["method_spec"], snap)
     # Replayed models get the same run's recorded tool replies (live tools: NCBI issue).

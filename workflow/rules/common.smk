@@ -98,16 +98,7 @@ def get_task_shards(wildcards):
 
 
 def get_recorded_run(wildcards):
-    for task in PLAN.tasks:
-        recorded = task.recorded
-        if (
-            recorded
-            and recorded.recording == wildcards.recording
-            and recorded.run_dir == wildcards.run_dir
-            and task.task_slug == wildcards.task
-        ):
-            return recorded
-    raise WorkflowError(f"no planned recorded run for {dict(wildcards)}")
+    return PLAN.recorded_run(wildcards.recording, wildcards.run_dir, wildcards.task)
 
 
 def get_recorded_mask(wildcards):
@@ -122,10 +113,14 @@ def get_recording_file(wildcards):
     return upstream_path(get_recorded_run(wildcards).file)
 
 
-def get_all_task_outputs():
+def get_report_inputs():
+    """Everything the report reads: scores, run records, and for provenance the
+    snapshots and upstream files."""
     files = [task.score_path for task in PLAN.tasks]
     files += [path for task in PLAN.tasks for path in task.shard_paths()]
-    return files
+    files += [task.snapshot_path for task in PLAN.tasks if task.snapshot_path]
+    files += [upstream_path(f) for f in PLAN.upstream_files()]
+    return list(dict.fromkeys(files))
 
 
 def get_config_json():

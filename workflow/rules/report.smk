@@ -3,7 +3,7 @@
 
 rule report:
     input:
-        get_all_task_outputs(),
+        get_report_inputs(),
     output:
         report(
             f"{paths.REPORT_DIR}/report.md",

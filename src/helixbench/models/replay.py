@@ -12,8 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ..recordings import RecordedItem, load_recording
-from ..upstream import UNKNOWN
+from ..recordings import RECORDINGS, RecordedItem, load_recording
 from . import Completion, CompletionRequest, ContextLengthError, ModelMiss
 
 
@@ -33,13 +32,14 @@ class ReplayModel:
                 self._refusals[item.question] = len(item.steps)
 
     @classmethod
-    def from_file(cls, path: Path, spec: dict) -> ReplayModel:
+    def from_file(cls, path: Path, spec: dict, source: dict) -> ReplayModel:
+        """``source``: the recorded file's ``url`` and pinned ``sha256``."""
         identity = {
             "backend": "replay",
-            "recording": spec.get("recording"),
-            "model": spec.get("model_name", "code-davinci-002"),
-            "file": str(spec.get("recording_url", Path(path).name)),
-            "sha256": spec.get("recording_sha256", UNKNOWN),
+            "recording": spec["recording"],
+            "model": RECORDINGS[spec["recording"]]["model"],
+            "file": source["url"],
+            "sha256": source["sha256"],
         }
         return cls(load_recording(path), identity)
 
