@@ -9,7 +9,6 @@ leaves a half-written file where a verified one is expected.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import shutil
 import tempfile
@@ -17,10 +16,10 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from .digests import CHUNK, sha256_file
 from .upstream import UNKNOWN, url_relpath
 
 MIRROR_ENV = "HELIXBENCH_MIRROR"
-CHUNK = 1 << 20
 
 
 class FetchError(RuntimeError):
@@ -52,14 +51,6 @@ def mirror_path(url: str, mirror: Path) -> Path:
 def available(url: str, mirror: Path | None) -> bool:
     """Whether ``url`` can be fetched: with a mirror, whether the mirror holds it."""
     return mirror is None or mirror_path(url, mirror).is_file()
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fetch(

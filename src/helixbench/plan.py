@@ -8,7 +8,6 @@ mirror lacks is skipped with a warning, so the report says what is missing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from . import paths
 from .benchmarks import BENCHMARK_FILES, slugify, tasks_of
+from .digests import sha256_text
 from .fetch import available
 from .methods.genegpt import PRESETS, check_mask
 from .recordings import RECORDINGS, RecordedRun, recorded_runs
@@ -232,4 +232,4 @@ def config_hash(config: dict) -> str:
     """sha256 of the config as it shapes results (the mirror location does not)."""
     relevant = {k: v for k, v in config.items() if k != "mirror"}
     canonical = json.dumps(relevant, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return sha256_text(canonical)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import __version__
 from .benchmarks import GENETURING_MODULES, tasks_of
-from .fetch import sha256_file
+from .digests import sha256_file
 from .paper import TABLE2_MODULES, TABLE3, published
 from .plan import Plan, RunTask, upstream_path
 from .records import read_records

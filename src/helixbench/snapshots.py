@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import ast
 import base64
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .digests import sha256_text
 
 FORMAT = 1
 _REPLY_LINE = re.compile(r"^\[(https?://[^\[\]]+)\]->\[", re.M)
@@ -76,7 +77,7 @@ class Snapshot:
         canonical = json.dumps(
             [self.replies[u].to_json() for u in sorted(self.replies)], sort_keys=True
         )
-        return "snap-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+        return "snap-" + sha256_text(canonical)[:16]
 
     def reply(self, url: str) -> SnapshotReply:
         try:

@@ -9,15 +9,15 @@ retries live there and this loop stays the algorithm.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from dataclasses import dataclass
 
+from ..digests import sha256_text
 from ..models import CompletionRequest, ContextLengthError, Model, ModelMiss
 from ..records import Event, QuestionResult
 from ..snapshots import Snapshot
-from ..tools import Toolbox, ToolRequest, ToolResult
+from ..tools import Toolbox, ToolRequest
 
 INSTRUCTION = "Hello. Your task is to use NCBI Web APIs to answer genomic questions.\n"
 
@@ -186,8 +186,7 @@ class GeneGPT:
         result = QuestionResult(question_id=question_id, header_sha256=sha256_text(self.header))
         sent = self.header  # what the log already holds, so each call logs its increment only
         for call_index in range(self.max_calls):
-            truncated = len(prompt) > self.cut_length
-            if truncated:
+            if len(prompt) > self.cut_length:
                 prompt = prompt[-self.cut_length :]
             request = CompletionRequest(
                 prompt=prompt,
@@ -212,9 +211,12 @@ class GeneGPT:
             url = extract_url(completion.text)
             if url is None:
                 return result.finish(answer=completion.text)
+            started = time.perf_counter()
             reply = tools.call(ToolRequest(url=url, question_id=question_id, index=call_index))
             rendered = render_reply(url, reply.value(), self.reply_cap)
-            result.events.append(_tool_event(reply, rendered))
+            result.events.append(
+                Event("tool", call_index, reply.describe(rendered), time.perf_counter() - started)
+            )
             prompt += f"{completion.text}->[{rendered}]\n"
         return result.finish(answer="numError", error="numError")
 
@@ -241,13 +243,3 @@ def _model_event(request, previous_prompt, completion, started, error=None) -> E
         },
         latency_s=time.perf_counter() - started,
     )
-
-
-def _tool_event(reply: ToolResult, rendered: str) -> Event:
-    return Event(
-        type="tool", index=reply.index, data=reply.describe(rendered), latency_s=reply.latency_s
-    )
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

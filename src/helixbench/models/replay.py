@@ -9,15 +9,11 @@ follows the question's last logged step.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
+from ..digests import sha256_text
 from ..recordings import RECORDINGS, RecordedItem, load_recording
 from . import Completion, CompletionRequest, ContextLengthError, ModelMiss
-
-
-def prompt_key(prompt: str) -> str:
-    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
 
 
 class ReplayModel:
@@ -27,7 +23,7 @@ class ReplayModel:
         self._refusals: dict[str, int] = {}  # question -> call index that was refused
         for item in items:
             for prompt, completion in item.steps:
-                self._by_prompt.setdefault(prompt_key(prompt), {})[item.question] = completion
+                self._by_prompt.setdefault(sha256_text(prompt), {})[item.question] = completion
             if item.final_text == "lengthError":
                 self._refusals[item.question] = len(item.steps)
 
@@ -47,7 +43,7 @@ class ReplayModel:
         return dict(self._identity)
 
     def complete(self, request: CompletionRequest) -> Completion:
-        recorded = self._by_prompt.get(prompt_key(request.prompt), {})
+        recorded = self._by_prompt.get(sha256_text(request.prompt), {})
         if request.question in recorded:
             return Completion(recorded[request.question], cache="hit")
         if len(set(recorded.values())) == 1:  # same prompt logged under another question
@@ -55,6 +51,6 @@ class ReplayModel:
         if self._refusals.get(request.question) == request.call_index:
             raise ContextLengthError("recorded context-length refusal", cache="hit")
         raise ModelMiss(
-            f"no recorded completion for this prompt (sha256 {prompt_key(request.prompt)[:16]}, "
+            f"no recorded completion for this prompt (sha256 {sha256_text(request.prompt)[:16]}, "
             f"call {request.call_index} of {request.question_id})"
         )

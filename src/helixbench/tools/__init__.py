@@ -27,7 +27,6 @@ class ToolResult:
     status: int | None = None
     error: str | None = None
     cache: str | None = None  # "hit" / "miss" / "replay"
-    latency_s: float = 0.0
 
     def value(self) -> bytes | str:
         """What the method renders into the prompt."""
