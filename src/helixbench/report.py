@@ -22,7 +22,6 @@ from .plan import Plan, RunTask, upstream_path
 from .records import read_records
 from .scoring.genegpt import SCORED_TASKS
 
-METRICS = ("genegpt", "genegpt_excl_demos")
 PACKAGES = ("snakemake", "pandas", "pyyaml", "jsonschema", "requests", "tabulate")
 ROUND = 7  # decimals kept in scores.csv (the reference values are given to 7)
 
@@ -50,13 +49,16 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     """scores.csv: one row per (run, task, metric), plus macro rows (n = tasks averaged)."""
     rows = []
     for task in plan.tasks:
-        per_q = scores[
+        ran = scores[
             (scores.model == task.model)
             & (scores.method == task.method)
+            & (scores.benchmark == task.benchmark)
             & (scores.task == task.task)
-            & (scores.metric == "genegpt")
         ]
-        variants = {"genegpt": per_q, "genegpt_excl_demos": per_q[per_q.demo.isna()]}
+        variants = {}
+        for scorer, per_q in ran.groupby("metric", sort=True):
+            variants[scorer] = per_q
+            variants[f"{scorer}_excl_demos"] = per_q[per_q.demo.isna()]
         for metric, frame in variants.items():
             if frame.empty:
                 continue

@@ -41,12 +41,13 @@ def run_shard(
     snapshot: Path | None = None,
 ) -> None:
     questions = shard_questions(read_questions(questions_path), spec, shard)
+    recorded = load_recording(recording)
     source = {"url": spec.get("recording_url"), "sha256": spec.get("recording_sha256")}
-    model = create_model(spec["model_spec"], recording=recording, recording_source=source)
+    model = create_model(spec["model_spec"], recorded=recorded, recording_source=source)
     snap = Snapshot.load(snapshot)
     method = create_method(spec["method_spec"], snap)
     # Replayed models get the same run's recorded tool replies (live tools: NCBI issue).
-    tools = ReplayToolbox(load_recording(recording), {q.text: q.id for q in questions})
+    tools = ReplayToolbox(recorded, {q.text: q.id for q in questions})
     writer = ShardWriter(output)
     todo = [q for q in questions if q.id not in writer.done]
     log.info(

@@ -54,12 +54,14 @@ def create_model(spec: dict, **resources) -> Model:
     """The backend named by ``spec["backend"]``, built from the rest of ``spec``.
 
     ``resources`` carries what the plan resolved for this run; for replay,
-    ``recording`` (the local recorded run file) and ``recording_source`` (its URL
-    and sha256, for the model's identity).
+    ``recorded`` (the recorded run's items) and ``recording_source`` (its URL and
+    sha256, for the model's identity).
     """
     backend = spec.get("backend")
     if backend == "replay":
         from .replay import ReplayModel
 
-        return ReplayModel.from_file(resources["recording"], spec, resources["recording_source"])
+        return ReplayModel.from_recording(
+            resources["recorded"], spec, resources["recording_source"]
+        )
     raise ValueError(f"unknown model backend {backend!r}; available: replay")

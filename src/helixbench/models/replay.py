@@ -9,10 +9,8 @@ follows the question's last logged step.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..digests import sha256_text
-from ..recordings import RECORDINGS, RecordedItem, load_recording
+from ..recordings import RECORDINGS, RecordedItem
 from . import Completion, CompletionRequest, ContextLengthError, ModelMiss
 
 
@@ -28,7 +26,7 @@ class ReplayModel:
                 self._refusals[item.question] = len(item.steps)
 
     @classmethod
-    def from_file(cls, path: Path, spec: dict, source: dict) -> ReplayModel:
+    def from_recording(cls, items: list[RecordedItem], spec: dict, source: dict) -> ReplayModel:
         """``source``: the recorded file's ``url`` and pinned ``sha256``."""
         identity = {
             "backend": "replay",
@@ -37,7 +35,7 @@ class ReplayModel:
             "file": source["url"],
             "sha256": source["sha256"],
         }
-        return cls(load_recording(path), identity)
+        return cls(items, identity)
 
     def identity(self) -> dict:
         return dict(self._identity)
