@@ -122,7 +122,10 @@ def _download(url: str, out, timeout: float, attempts: int) -> None:
                 return
         except requests.RequestException as exc:
             last = exc
-    raise FetchError(f"could not download {url} after {attempts} attempts: {last}")
+    raise FetchError(
+        f"could not download {url} after {attempts} attempts: {last} "
+        f"(offline? set {MIRROR_ENV} to a local mirror)"
+    )
 
 
 @contextmanager
