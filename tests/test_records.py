@@ -17,15 +17,29 @@ from helixbench.records import ShardWriter, read_records, without_timings
 def test_torn_and_duplicate_lines_are_recovered(tmp_path):
     out = tmp_path / "shard.jsonl"
     partial = out.with_name(out.name + ".partial")
-    lines = [json.dumps({"question_id": q, "events": []}) + "\n" for q in ("a", "b", "a")]
+    lines = [
+        json.dumps({"question_id": q, "events": [], "run_key": "k1"}) + "\n"
+        for q in ("a", "b", "a")
+    ]
     partial.write_text("".join(lines) + '{"question_id": "c", "ev')
-    writer = ShardWriter(out)
+    writer = ShardWriter(out, "k1")
     assert [r["question_id"] for r in writer.records] == ["a", "b"]
     assert partial.read_text() == lines[0] + lines[1] + lines[2]  # torn tail cut off
     writer.append({"question_id": "c", "events": []})
     writer.finalize(["c", "b", "a"])
     assert [r["question_id"] for r in read_records(out)] == ["c", "b", "a"]
     assert not partial.exists()
+    assert {r["run_key"] for r in read_records(out)} == {"k1"}
+
+
+def test_partial_from_another_configuration_is_set_aside(tmp_path):
+    out = tmp_path / "shard.jsonl"
+    partial = out.with_name(out.name + ".partial")
+    old = json.dumps({"question_id": "a", "events": [], "run_key": "old"}) + "\n"
+    partial.write_text(old)
+    writer = ShardWriter(out, "new")
+    assert writer.records == [] and not partial.exists()
+    assert partial.with_name(partial.name + ".stale").read_text() == old
 
 
 # Runs one shard in a child process whose writer sleeps after each record, so

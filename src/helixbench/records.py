@@ -2,13 +2,17 @@
 
 A shard appends one JSON line per finished question to a ``.partial`` file and
 fsyncs it, so a killed job loses at most the question it was on; on restart the
-finished ids are skipped and a torn last line is dropped. The declared output is
-written (atomically) only when every question of the shard is done.
+finished ids are skipped and a torn last line is dropped. Every record carries
+the shard's ``run_key`` (a digest of everything that shapes its results): a
+partial file left by another configuration is set aside as ``.partial.stale``,
+never mixed in. The declared output is written (atomically) only when every
+question of the shard is done.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -35,6 +39,8 @@ class QuestionResult:
         self.answer, self.error = answer, error
         return self
 
+
+log = logging.getLogger("helixbench.records")
 
 # Fields that differ between two runs of the same inputs (wall-clock measurements).
 TIMING_FIELDS = ("latency_s", "wall_s", "finished_at")
@@ -64,8 +70,9 @@ def read_records(path: Path) -> list[dict]:
 class ShardWriter:
     """Appends records to ``<output>.partial`` and resumes from what it holds."""
 
-    def __init__(self, output: Path):
+    def __init__(self, output: Path, run_key: str):
         self.output = Path(output)
+        self.run_key = run_key
         self.partial = self.output.with_name(self.output.name + ".partial")
         self.output.parent.mkdir(parents=True, exist_ok=True)
         self.records: list[dict] = self._recover()
@@ -81,6 +88,13 @@ class ShardWriter:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 break  # corruption: keep what came before it, redo the rest
+            if record.get("run_key") != self.run_key:
+                stale = self.partial.with_name(self.partial.name + ".stale")
+                self.partial.replace(stale)
+                log.warning(
+                    "%s was written by another configuration; moved to %s", self.partial, stale
+                )
+                return []
             keep += len(line)
             if record["question_id"] not in seen:  # a duplicate line is harmless: skip it
                 seen.add(record["question_id"])
@@ -95,6 +109,7 @@ class ShardWriter:
         return {r["question_id"] for r in self.records}
 
     def append(self, record: dict) -> None:
+        record = {**record, "run_key": self.run_key}
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         with open(self.partial, "ab") as fh:
             fh.write(line)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .benchmarks import Question, read_questions
+from .digests import sha256_text
 from .methods import create_method
 from .models import create_model
 from .recordings import load_recording
@@ -48,7 +49,11 @@ def run_shard(
     method = create_method(spec["method_spec"], snap)
     # Replayed models get the same run's recorded tool replies (live tools: NCBI issue).
     tools = ReplayToolbox(recorded, {q.text: q.id for q in questions})
-    writer = ShardWriter(output)
+    identity = model.identity()
+    run_key = sha256_text(
+        json.dumps([spec, shard, snap.id, identity], sort_keys=True, separators=(",", ":"))
+    )
+    writer = ShardWriter(output, run_key)
     todo = [q for q in questions if q.id not in writer.done]
     log.info(
         "%s x %s, %s / %s shard %d/%d: %d questions, %d already done",
@@ -67,7 +72,7 @@ def run_shard(
         "benchmark": spec["benchmark"],
         "task": spec["task"],
         "snapshot_id": snap.id,
-        "model_identity": model.identity(),
+        "model_identity": identity,
     }
     for question in todo:
         started = time.perf_counter()
