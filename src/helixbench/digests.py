@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 CHUNK = 1 << 20
@@ -10,6 +11,11 @@ CHUNK = 1 << 20
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_json(value) -> str:
+    """Digest of ``value`` as canonical JSON (sorted keys, no spaces)."""
+    return sha256_text(json.dumps(value, sort_keys=True, separators=(",", ":")))
 
 
 def sha256_file(path: Path) -> str:

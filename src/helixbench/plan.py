@@ -8,14 +8,13 @@ mirror lacks is skipped with a warning, so the report says what is missing.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import paths
 from .benchmarks import BENCHMARK_FILES, slugify, tasks_of
-from .digests import sha256_text
+from .digests import sha256_json
 from .fetch import available
 from .methods.genegpt import PRESETS, check_mask
 from .recordings import RECORDINGS, RecordedRun, recorded_runs
@@ -230,6 +229,4 @@ def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where):
 
 def config_hash(config: dict) -> str:
     """sha256 of the config as it shapes results (the mirror location does not)."""
-    relevant = {k: v for k, v in config.items() if k != "mirror"}
-    canonical = json.dumps(relevant, sort_keys=True, separators=(",", ":"))
-    return sha256_text(canonical)
+    return sha256_json({k: v for k, v in config.items() if k != "mirror"})

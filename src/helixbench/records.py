@@ -18,6 +18,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+log = logging.getLogger("helixbench.records")
+
 
 @dataclass
 class Event:
@@ -39,8 +41,6 @@ class QuestionResult:
         self.answer, self.error = answer, error
         return self
 
-
-log = logging.getLogger("helixbench.records")
 
 # Fields that differ between two runs of the same inputs (wall-clock measurements).
 TIMING_FIELDS = ("latency_s", "wall_s", "finished_at")

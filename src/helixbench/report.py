@@ -118,12 +118,17 @@ def _scored_tasks(benchmark: str) -> set[str]:
     return set(tasks_of(benchmark)) & SCORED_TASKS
 
 
-def replay_table(plan: Plan) -> pd.DataFrame:
+def load_records(plan: Plan) -> dict[RunTask, list[dict]]:
+    """Every run record of every planned task, read once for all the tables."""
+    return {task: [r for p in task.shard_paths() for r in read_records(p)] for task in plan.tasks}
+
+
+def replay_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
     rows = []
     for task in plan.tasks:
         if task.model_spec.get("backend") != "replay":
             continue
-        events = [e for p in task.shard_paths() for r in read_records(p) for e in r["events"]]
+        events = [e for r in records[task] for e in r["events"]]
         model_events = [e for e in events if e["type"] == "model"]
         rows.append(
             {
@@ -141,21 +146,21 @@ def replay_table(plan: Plan) -> pd.DataFrame:
     )
 
 
-def error_table(plan: Plan) -> pd.DataFrame:
+def error_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
     rows = []
     for task in plan.tasks:
-        records = [r for p in task.shard_paths() for r in read_records(p)]
-        tool_events = [e for r in records for e in r["events"] if e["type"] == "tool"]
+        task_records = records[task]
+        tool_events = [e for r in task_records for e in r["events"] if e["type"] == "tool"]
         rows.append(
             {
                 "model": task.model,
                 "method": task.method,
                 "benchmark": task.benchmark,
                 "task": task.task,
-                "questions": len(records),
-                "lengthError": sum(r["error"] == "lengthError" for r in records),
-                "numError": sum(r["error"] == "numError" for r in records),
-                "model_miss": sum(r["error"] == "model_miss" for r in records),
+                "questions": len(task_records),
+                "lengthError": sum(r["error"] == "lengthError" for r in task_records),
+                "numError": sum(r["error"] == "numError" for r in task_records),
+                "model_miss": sum(r["error"] == "model_miss" for r in task_records),
                 "tool_calls": len(tool_events),
                 "tool_errors": sum(e["data"]["error"] is not None for e in tool_events),
             }
@@ -222,7 +227,9 @@ def genehop_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def provenance(plan: Plan, config: dict, config_digest: str) -> dict:
+def provenance(
+    plan: Plan, records: dict[RunTask, list[dict]], config: dict, config_digest: str
+) -> dict:
     def version(name):
         try:
             return metadata.version(name)
@@ -241,10 +248,10 @@ def provenance(plan: Plan, config: dict, config_digest: str) -> dict:
         )
     snapshots, models = {}, {}
     for task in plan.tasks:
-        records = read_records(task.shard_paths()[0])
-        if records:
-            snapshots[f"{_run_label(task)} / {task.task}"] = records[0]["snapshot_id"]
-            models.setdefault(task.model, []).append(records[0]["model_identity"])
+        if records[task]:
+            first = records[task][0]
+            snapshots[f"{_run_label(task)} / {task.task}"] = first["snapshot_id"]
+            models.setdefault(task.model, []).append(first["model_identity"])
     return {
         "helixbench": {"version": __version__, "commit": _git_commit()},
         "config_sha256": config_digest,
@@ -282,16 +289,17 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     scores = load_scores(plan)
     summary = score_table(plan, scores)
     summary.to_csv(out_dir / "scores.csv", index=False)
-    replay = replay_table(plan)
+    records = load_records(plan)
+    replay = replay_table(plan, records)
     replay.to_csv(out_dir / "replay.csv", index=False)
-    errors = error_table(plan)
+    errors = error_table(plan, records)
     errors.to_csv(out_dir / "errors.csv", index=False)
     t2 = table2(plan, summary)
     t2.to_csv(out_dir / "table2.csv", index=False)
     (out_dir / "table2.md").write_text(t2.to_markdown(index=False, disable_numparse=True) + "\n")
     hop = genehop_table(plan, summary)
     (out_dir / "genehop.md").write_text(hop.to_markdown(index=False, disable_numparse=True) + "\n")
-    prov = provenance(plan, config, config_digest)
+    prov = provenance(plan, records, config, config_digest)
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     (out_dir / "report.md").write_text(
         _markdown(

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from .benchmarks import Question, read_questions
-from .digests import sha256_text
+from .digests import sha256_json
 from .methods import create_method
 from .models import create_model
 from .recordings import load_recording
@@ -50,9 +50,7 @@ def run_shard(
     # Replayed models get the same run's recorded tool replies (live tools: NCBI issue).
     tools = ReplayToolbox(recorded, {q.text: q.id for q in questions})
     identity = model.identity()
-    run_key = sha256_text(
-        json.dumps([spec, shard, snap.id, identity], sort_keys=True, separators=(",", ":"))
-    )
+    run_key = sha256_json([spec, shard, snap.id, identity])
     writer = ShardWriter(output, run_key)
     todo = [q for q in questions if q.id not in writer.done]
     log.info(
