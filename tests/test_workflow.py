@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helixbench import paths
 from helixbench.plan import ConfigError, build_plan, config_hash
+from helixbench.snapshots import Snapshot
 
 from .conftest import REPO_ROOT
+from .ncbi_server import NCBIServer
 from .test_scoring import REFERENCE
 
 SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
@@ -101,6 +104,63 @@ def test_default_workflow_reproduces_the_paper(mirror, tmp_path):
 
     again = snakemake(tmp_path, config, "--dry-run", mirror=mirror)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.workflow
+def test_offline_tools_from_the_seeded_cache_and_a_live_snapshot(mirror, tmp_path, monkeypatch):
+    """Codex's slim run with tool calls answered by the seeded cache instead of its own
+    recording: every prompt still matches. Then a live snapshot through a loopback
+    NCBI, with an API key that must end up nowhere on disk."""
+    secret = "SECRETKEY-workflow-0123456789"
+    monkeypatch.setenv("NCBI_API_KEY", secret)
+    with NCBIServer() as server:
+        config = {
+            "benchmarks": ["geneturing"],
+            "shards": 2,
+            "models": DEFAULT_CONFIG["models"],
+            "tools": {
+                "mode": "offline",
+                "seed": [{"recording": "genegpt-2023", "masks": ["001001", "111111"]}],
+                "routes": server.routes(),
+                "rates": {"blast.ncbi.nlm.nih.gov": 20},
+                "blast": {"poll_interval_s": 0.2},
+            },
+            "snapshots": {"loopback": {}},
+            "runs": [{"model": "codex", "method": "genegpt-slim", "tools": "offline"}],
+        }
+        done = snakemake(tmp_path, config, mirror=mirror)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert server.state.received == []  # offline: nothing left the machine
+        live = snakemake(
+            tmp_path, config, paths.LIVE_SNAPSHOT.format(name="loopback"), mirror=mirror
+        )
+        assert live.returncode == 0, live.stderr[-3000:]
+        assert len(server.state.received) >= 7
+        assert server.state.received[0].query["api_key"] == secret
+    report = tmp_path / "results" / "report"
+    with open(report / "replay.csv") as fh:
+        replay = list(csv.DictReader(fh))
+    assert sum(int(r["hits"]) for r in replay) == 1354 and all(r["misses"] == "0" for r in replay)
+    with open(report / "errors.csv") as fh:
+        errors = list(csv.DictReader(fh))
+    assert {r["tools"] for r in errors} == {"offline"}
+    assert sum(int(r["tool_hit"]) for r in errors) == 903  # every call Codex made, but one
+    assert sum(int(r["tool_offline"]) for r in errors) == 1  # after the length refusal
+    with open(report / "scores.csv") as fh:
+        macro = [r for r in csv.DictReader(fh) if r["task"] == "macro" and r["metric"] == "genegpt"]
+    assert macro[0]["score"] == "0.829037"
+    seed = json.loads(
+        (tmp_path / paths.TOOL_CACHE_SEED.format(recording="genegpt-2023")).read_text()
+    )
+    assert len(seed["files"]) == 18
+    snapshot = Snapshot.load(tmp_path / paths.LIVE_SNAPSHOT.format(name="loopback"))
+    assert snapshot.source["kind"] == "live" and len(snapshot.replies) == 7
+    for path in (tmp_path / "resources").rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    for path in [*(tmp_path / "results").rglob("*"), *(tmp_path / "logs").rglob("*")]:
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,39 @@ def _snapshot(args) -> None:
     logging.info("snapshot %s from %s", snapshot.id, args.url)
 
 
+def _live_snapshot(args) -> None:
+    from .methods.genegpt import take_snapshot
+    from .tools import tool_settings
+    from .tools.cache import utc_now
+    from .tools.executor import ToolExecutor, ToolSettings
+
+    settings = ToolSettings.from_config(tool_settings(args.mode))
+    source = {"kind": "live", "name": args.name, "taken_at": utc_now(), "tools_mode": settings.mode}
+    snapshot = take_snapshot(ToolExecutor(settings), source)
+    snapshot.save(Path(args.out))
+    logging.info("snapshot %s (%s) taken %s", snapshot.id, args.name, source["taken_at"])
+
+
+def _seed_cache(args) -> None:
+    from . import paths
+    from .recordings import load_recording
+    from .tools.cache import ReplyCache, recorded_replies
+    from .upstream import relpath_url
+
+    cache = ReplyCache(Path(args.cache))
+    seeded = []
+    for path in args.files:
+        url = relpath_url(Path(path).relative_to(paths.UPSTREAM_DIR).as_posix())
+        entries = recorded_replies(load_recording(Path(path)), f"seed:{args.recording}", "recorded")
+        added = cache.put_many(entries, replace=False)
+        seeded.append({"url": url, "replies": len(entries), "added": added})
+        logging.info("%s: %d recorded replies, %d new in the cache", url, len(entries), added)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    summary = {"recording": args.recording, "cache": args.cache, "files": seeded}
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+
+
 def _run(args) -> None:
     from .runner import run_shard
 
@@ -131,6 +164,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mask", required=True)
     p.add_argument("--out", required=True)
     p.set_defaults(func=_snapshot)
+
+    p = sub.add_parser("live-snapshot", help="take a demonstration snapshot through the tools")
+    p.add_argument("--name", required=True)
+    p.add_argument("--mode", default="refresh", choices=["offline", "live", "refresh"])
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_live_snapshot)
+
+    p = sub.add_parser("seed-cache", help="seed the tool cache from recorded runs")
+    p.add_argument("--recording", required=True)
+    p.add_argument("--cache", required=True)
+    p.add_argument("--out", required=True, help="summary JSON that marks the seed done")
+    p.add_argument("files", nargs="+")
+    p.set_defaults(func=_seed_cache)
 
     p = sub.add_parser("run", help="run one shard of a (model, method, task)")
     p.add_argument("--spec", required=True, help="the run task's JSON spec from the plan")

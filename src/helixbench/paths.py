@@ -9,6 +9,8 @@ UPSTREAM_DIR = "resources/upstream"
 UPSTREAM_LOCK = "resources/upstream.lock.tsv"
 QUESTIONS = "resources/benchmarks/questions.jsonl"
 RECORDED_SNAPSHOT = "resources/snapshots/recorded/{recording}/{run_dir}/{task}.json"
+LIVE_SNAPSHOT = "resources/snapshots/live/{name}.json"
+TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
 
 RUN_SHARD = "results/runs/{model}/{method}/{benchmark}/{task}/shard-{shard}-of-{shards}.jsonl"
 TASK_SCORES = "results/scores/{model}/{method}/{benchmark}/{task}.jsonl"

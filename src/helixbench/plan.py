@@ -9,7 +9,7 @@ mirror lacks is skipped with a warning, so the report says what is missing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import paths
@@ -17,7 +17,8 @@ from .benchmarks import BENCHMARK_FILES, slugify, tasks_of
 from .digests import sha256_json
 from .fetch import available
 from .methods.genegpt import PRESETS, check_mask
-from .recordings import RECORDINGS, RecordedRun, recorded_runs
+from .recordings import RECORDINGS, RecordedRun, recorded_runs, snapshot_run
+from .tools.executor import ToolSettings
 from .upstream import UpstreamFile
 
 MASK_METHOD = re.compile(r"^genegpt-([01]{6})$")
@@ -52,6 +53,9 @@ class RunTask:
     model_spec: dict = field(hash=False)
     method_spec: dict = field(hash=False)
     recorded: RecordedRun | None = None
+    tools: dict = field(default_factory=dict, hash=False)  # {"mode": ...}
+    snapshot_path: str | None = None  # the demonstration snapshot the method's header uses
+    seed_markers: tuple[str, ...] = ()  # tool-cache seeds the run's tool calls may read
 
     @property
     def task_slug(self) -> str:
@@ -81,12 +85,8 @@ class RunTask:
         return upstream_path(self.recorded.file) if self.recorded else None
 
     @property
-    def snapshot_path(self) -> str | None:
-        if self.recorded is None:
-            return None
-        return paths.RECORDED_SNAPSHOT.format(
-            recording=self.recorded.recording, run_dir=self.recorded.run_dir, task=self.task_slug
-        )
+    def tools_mode(self) -> str:
+        return self.tools["mode"]
 
     def spec(self) -> dict:
         """What a run or score job needs to know, as JSON-able data."""
@@ -100,6 +100,7 @@ class RunTask:
             "method_spec": self.method_spec,
             "recording_url": self.recorded.file.url if self.recorded else None,
             "recording_sha256": self.recorded.file.sha256 if self.recorded else None,
+            "tools": self.tools,
         }
 
 
@@ -107,14 +108,17 @@ class RunTask:
 class Plan:
     tasks: list[RunTask]
     notes: list[dict]  # {"level": "note" | "warning", "model", "method", "benchmark", "message"}
+    snapshot_runs: list[RecordedRun] = field(default_factory=list)  # recorded snapshots used
+    live_snapshots: dict = field(default_factory=dict)  # name -> tools mode to take it in
+    seeds: dict = field(default_factory=dict)  # seed marker path -> (recording, [RecordedRun])
+    tools: dict = field(default_factory=dict)  # the config's tools settings (mode unresolved)
 
     def __post_init__(self):
         # Snakemake asks for a job's task once per input function: keep lookups O(1).
         self._by_wildcards = {(t.model, t.method, t.benchmark, t.task_slug): t for t in self.tasks}
         self._by_recording = {
-            (t.recorded.recording, t.recorded.run_dir, t.task_slug): t.recorded
-            for t in self.tasks
-            if t.recorded is not None
+            (r.recording, r.run_dir, slugify(r.task)): r
+            for r in [t.recorded for t in self.tasks if t.recorded] + self.snapshot_runs
         }
 
     def find(self, model: str, method: str, benchmark: str, task_slug: str) -> RunTask:
@@ -134,7 +138,14 @@ class Plan:
     def upstream_files(self) -> list[UpstreamFile]:
         files = list(BENCHMARK_FILES.values())
         files += [t.recorded.file for t in self.tasks if t.recorded is not None]
+        files += [r.file for r in self.snapshot_runs]
         return list(dict.fromkeys(files))
+
+    def seed(self, recording: str) -> list[RecordedRun]:
+        try:
+            return self.seeds[paths.TOOL_CACHE_SEED.format(recording=recording)]
+        except KeyError:
+            raise KeyError(f"no planned tool-cache seed {recording}") from None
 
 
 def upstream_path(file: UpstreamFile) -> str:
@@ -143,8 +154,17 @@ def upstream_path(file: UpstreamFile) -> str:
 
 def build_plan(config: dict, mirror: Path | None) -> Plan:
     models, methods = config.get("models", {}), config.get("methods", {})
-    tasks: list[RunTask] = []
-    notes: list[dict] = []
+    tools_config = dict(config.get("tools", {}))
+    seed_config = tools_config.pop("seed", [])
+    try:
+        ToolSettings.from_config({**tools_config, "mode": "offline"})
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    live_snapshots = {
+        name: spec.get("tools", "refresh") for name, spec in config.get("snapshots", {}).items()
+    }
+    seeds = _seeds(seed_config, mirror)
+    tasks, notes, snapshot_runs = [], [], []
     seen = set()
     for i, run in enumerate(config.get("runs", [])):
         where = f"runs[{i}]"
@@ -165,14 +185,73 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
             raise ConfigError(f"{where}: run {run['model']} x {run['method']} is listed twice")
         seen.add((run["model"], run["method"]))
         model_spec = models[run["model"]]
+        replay = model_spec["backend"] == "replay"
+        mode = run.get("tools") or ("replay" if replay else tools_config.get("mode", "offline"))
+        tools = {"mode": mode}  # the rest of ``tools`` shapes no result: jobs get it apart
         shards = run.get("shards", config.get("shards", 1))
         for benchmark in run.get("benchmarks", config.get("benchmarks", [])):
             new, new_notes = _run_tasks(
                 run, model_spec, method_spec, benchmark, shards, mirror, where
             )
-            tasks += new
+            for task in new:
+                snapshot = _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror)
+                markers = tuple(seeds) if mode != "replay" else ()
+                tasks.append(
+                    replace(task, tools=tools, snapshot_path=snapshot, seed_markers=markers)
+                )
             notes += new_notes
-    return Plan(tasks, notes)
+    return Plan(tasks, notes, snapshot_runs, live_snapshots, seeds, tools_config)
+
+
+def _seeds(entries: list, mirror: Path | None) -> dict:
+    """``tools.seed``: seed marker -> recorded runs whose tool replies seed the cache."""
+    seeds = {}
+    for i, entry in enumerate(entries):
+        entry = {"recording": entry} if isinstance(entry, str) else entry
+        recording = entry["recording"]
+        if recording not in RECORDINGS:
+            raise ConfigError(
+                f"tools.seed[{i}]: unknown recording {recording!r}; known: {', '.join(RECORDINGS)}"
+            )
+        masks = entry.get("masks") or [None]
+        runs = [
+            r
+            for benchmark in RECORDINGS[recording]["dirs"]
+            for mask in masks
+            for r in recorded_runs(recording, benchmark, mask)
+            if available(r.file.url, mirror)
+        ]
+        seeds[paths.TOOL_CACHE_SEED.format(recording=recording)] = runs
+    return seeds
+
+
+def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | None:
+    """Where the demonstration snapshot of ``task``'s method lies (None: the method needs none)."""
+    if task.method_spec.get("kind") != "genegpt":
+        return None
+    default = "recorded" if task.recorded else "genegpt-2023"
+    name = task.method_spec.get("snapshot", default)
+    where = f"methods.{run['method']}.snapshot"
+    if name == "recorded":
+        if task.recorded is None:
+            raise ConfigError(f"{where}: 'recorded' needs a replayed run; name a snapshot")
+        recorded = task.recorded
+    elif name in live_snapshots:
+        return paths.LIVE_SNAPSHOT.format(name=name)
+    elif name in RECORDINGS:
+        recorded = snapshot_run(name)
+        if not available(recorded.file.url, mirror):
+            raise ConfigError(f"{where}: snapshot {name} needs {recorded.file.url}; not mirrored")
+        if recorded not in snapshot_runs:
+            snapshot_runs.append(recorded)
+    else:
+        raise ConfigError(
+            f"{where}: unknown snapshot {name!r}; use 'recorded', a recording "
+            f"({', '.join(RECORDINGS)}) or a name under 'snapshots'"
+        )
+    return paths.RECORDED_SNAPSHOT.format(
+        recording=recorded.recording, run_dir=recorded.run_dir, task=slugify(recorded.task)
+    )
 
 
 def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where):

@@ -26,6 +26,8 @@ RECORDINGS = {
         "commit": GENEGPT_COMMIT,
         "model": "code-davinci-002",
         "dirs": {"geneturing": "geneturing_results/", "genehop": "genehop_results/"},
+        # The snapshot a method names "genegpt-2023" (the full mask embeds all 7 replies).
+        "snapshot": ("geneturing", "111111", "Gene alias"),
     },
 }
 
@@ -57,8 +59,8 @@ def load_recording(path: Path) -> list[RecordedItem]:
     ]
 
 
-def recorded_runs(recording: str, benchmark: str, mask: str) -> list[RecordedRun]:
-    """Every task file upstream recorded for ``mask`` on ``benchmark``."""
+def recorded_runs(recording: str, benchmark: str, mask: str | None) -> list[RecordedRun]:
+    """Every task file upstream recorded for ``mask`` (None: any mask) on ``benchmark``."""
     try:
         spec = RECORDINGS[recording]
     except KeyError:
@@ -70,9 +72,16 @@ def recorded_runs(recording: str, benchmark: str, mask: str) -> list[RecordedRun
         run_dir, _, name = f.path.rpartition("/")
         task = name.removesuffix(".json")
         dir_mask = re.search(r"([01]{6})$", run_dir)
-        if dir_mask and dir_mask.group(1) == mask and task in known:
-            runs.append(RecordedRun(recording, benchmark, task, mask, run_dir, f))
+        if dir_mask and mask in (None, dir_mask.group(1)) and task in known:
+            runs.append(RecordedRun(recording, benchmark, task, dir_mask.group(1), run_dir, f))
     return runs
+
+
+def snapshot_run(recording: str) -> RecordedRun:
+    """The recorded run whose header is the named snapshot ``recording``."""
+    benchmark, mask, task = RECORDINGS[recording]["snapshot"]
+    (run,) = [r for r in recorded_runs(recording, benchmark, mask) if r.task == task]
+    return run
 
 
 def recorded_header(items: list[RecordedItem]) -> str:

@@ -161,8 +161,20 @@ def error_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
                 "lengthError": sum(r["error"] == "lengthError" for r in task_records),
                 "numError": sum(r["error"] == "numError" for r in task_records),
                 "model_miss": sum(r["error"] == "model_miss" for r in task_records),
+                "tools": task.tools_mode,
                 "tool_calls": len(tool_events),
                 "tool_errors": sum(e["data"]["error"] is not None for e in tool_events),
+                # How each call was answered: replay, cache hit, network (miss), stale
+                # cache after a network failure, or refused before any lookup (none).
+                **{
+                    f"tool_{how}": sum(
+                        (e["data"].get("cache") or "none") == how for e in tool_events
+                    )
+                    for how in ("replay", "hit", "miss", "stale", "none")
+                },
+                "tool_offline": sum(
+                    (e["data"]["error"] or "").startswith("offline") for e in tool_events
+                ),
             }
         )
     return pd.DataFrame(rows)

@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 from .benchmarks import Question, read_questions
-from .digests import sha256_json
+from .digests import sha256_json, sha256_text
 from .methods import create_method
 from .models import create_model
 from .recordings import load_recording
 from .records import ShardWriter, read_records, to_record
 from .scoring import get_scorer
 from .snapshots import Snapshot
-from .tools.replay import ReplayToolbox
+from .tools import create_toolbox, tool_settings
 
 log = logging.getLogger("helixbench.run")
 
@@ -42,15 +42,19 @@ def run_shard(
     snapshot: Path | None = None,
 ) -> None:
     questions = shard_questions(read_questions(questions_path), spec, shard)
-    recorded = load_recording(recording)
+    recorded = load_recording(recording) if recording else []
     source = {"url": spec.get("recording_url"), "sha256": spec.get("recording_sha256")}
     model = create_model(spec["model_spec"], recorded=recorded, recording_source=source)
     snap = Snapshot.load(snapshot)
     method = create_method(spec["method_spec"], snap)
-    # Replayed models get the same run's recorded tool replies (live tools: NCBI issue).
-    tools = ReplayToolbox(recorded, {q.text: q.id for q in questions})
+    tools = create_toolbox(
+        tool_settings(spec["tools"]["mode"]), recorded, {q.text: q.id for q in questions}
+    )
     identity = model.identity()
-    run_key = sha256_json([spec, shard, snap.id, identity])
+    # What shapes the records: the spec, the prompt header (its snapshot and its
+    # hash) and the model's identity; a change in any sets old partial records aside.
+    header_sha256 = sha256_text(getattr(method, "header", ""))
+    run_key = sha256_json([spec, shard, snap.id, header_sha256, identity])
     writer = ShardWriter(output, run_key)
     todo = [q for q in questions if q.id not in writer.done]
     log.info(
@@ -70,6 +74,7 @@ def run_shard(
         "benchmark": spec["benchmark"],
         "task": spec["task"],
         "snapshot_id": snap.id,
+        "tools_mode": spec["tools"]["mode"],
         "model_identity": identity,
     }
     for question in todo:

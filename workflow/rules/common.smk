@@ -17,6 +17,8 @@ from helixbench import paths
 from helixbench.benchmarks import BENCHMARK_FILES
 from helixbench.fetch import FetchError, resolve_mirror
 from helixbench.plan import ConfigError, build_plan, upstream_path
+from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
+from helixbench.tools.executor import ToolSettings
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -46,8 +48,14 @@ wildcard_constraints:
 
 
 def set_job_environment():
-    """Jobs run this checkout's code (src/), with Snakemake's own Python unless conda is used."""
+    """Jobs run this checkout's code (src/), with Snakemake's own Python unless conda is
+    used, and get the config's tools settings (not a param: tuning them reruns nothing).
+    """
     env = f"export PYTHONPATH={shlex.quote(str(SRC_DIR))}; "
+    tools = json.dumps(PLAN.tools, sort_keys=True)
+    # The prefix is formatted like a shell command: double the JSON's braces.
+    tools = shlex.quote(tools).replace("{", "{{").replace("}", "}}")
+    env += f"export {TOOLS_SETTINGS_ENV}={tools}; "
     if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
         bin_dir = shlex.quote(os.path.dirname(sys.executable))
         env += f'export PATH={bin_dir}:"$PATH"; '
@@ -88,9 +96,40 @@ def get_run_inputs(wildcards):
     task = get_run_task(wildcards)
     return {
         "questions": paths.QUESTIONS,
-        "recording": task.recording_path,
+        "recording": task.recording_path or [],
         "snapshot": task.snapshot_path,
+        "seeds": list(task.seed_markers),
     }
+
+
+def get_recording_arg(wildcards, input):
+    return f"--recording {shlex.quote(input.recording)}" if input.recording else ""
+
+
+def get_ncbi_slots(wildcards):
+    """Jobs that may reach NCBI take one slot of the global ``ncbi`` resource."""
+    return int(get_run_task(wildcards).tools_mode in ("live", "refresh"))
+
+
+def get_seed_runs(wildcards):
+    return PLAN.seed(wildcards.recording)
+
+
+def get_seed_files(wildcards):
+    return [upstream_path(r.file) for r in get_seed_runs(wildcards)]
+
+
+def get_tools_cache():
+    return PLAN.tools.get("cache", ToolSettings.cache)
+
+
+def get_live_snapshot_mode(wildcards):
+    try:
+        return PLAN.live_snapshots[wildcards.name]
+    except KeyError:
+        raise WorkflowError(
+            f"no snapshot {wildcards.name!r} under 'snapshots' in the config"
+        )
 
 
 def get_task_shards(wildcards):
@@ -119,6 +158,7 @@ def get_report_inputs():
     files = [task.score_path for task in PLAN.tasks]
     files += [path for task in PLAN.tasks for path in task.shard_paths()]
     files += [task.snapshot_path for task in PLAN.tasks if task.snapshot_path]
+    files += [seed for task in PLAN.tasks for seed in task.seed_markers]
     files += [upstream_path(f) for f in PLAN.upstream_files()]
     return list(dict.fromkeys(files))
 

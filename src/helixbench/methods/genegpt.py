@@ -13,10 +13,10 @@ import re
 import time
 from dataclasses import dataclass
 
-from ..digests import sha256_text
+from ..digests import sha256_bytes, sha256_text
 from ..models import CompletionRequest, ContextLengthError, Model, ModelMiss
 from ..records import Event, QuestionResult
-from ..snapshots import Snapshot
+from ..snapshots import Snapshot, SnapshotError, SnapshotReply
 from ..tools import Toolbox, ToolRequest
 
 INSTRUCTION = "Hello. Your task is to use NCBI Web APIs to answer genomic questions.\n"
@@ -139,6 +139,31 @@ def build_header(mask: str, snapshot: Snapshot) -> str:
     return header
 
 
+def take_snapshot(tools: Toolbox, source: dict) -> Snapshot:
+    """A snapshot of the seven demonstration replies, fetched through ``tools`` now.
+
+    The BLAST Get asks for the RID the Put just returned, so the pair is one live
+    search. Any failed call fails the snapshot: a header with an error in a
+    demonstration would teach the model the error.
+    """
+    replies: dict[str, SnapshotReply] = {}
+    for demo in DEMONSTRATIONS:
+        rid = None
+        for url in demo.urls:
+            if url == BLAST_GET_TEMPLATE:
+                url = url.format(rid=rid)
+            reply = tools.call(ToolRequest(url, f"snapshot.{demo.label}", len(replies)))
+            if reply.error is not None:
+                raise SnapshotError(f"{demo.label} {url}: {reply.error}")
+            replies[url] = SnapshotReply(url, body=reply.body, rid=reply.text)
+            if is_blast_put(url):
+                rid = render_reply(url, reply.value(), cap=None)
+                if rid.startswith("Error"):
+                    raise SnapshotError(f"{demo.label} {url}: {rid}")
+    digests = {url: sha256_bytes(r.body or r.rid.encode()) for url, r in replies.items()}
+    return Snapshot(replies, {**source, "sha256": digests})
+
+
 def is_blast_put(url: str) -> bool:
     return "blast" in url and "Put" in url
 
@@ -212,7 +237,9 @@ class GeneGPT:
             if url is None:
                 return result.finish(answer=completion.text)
             started = time.perf_counter()
-            reply = tools.call(ToolRequest(url=url, question_id=question_id, index=call_index))
+            reply = tools.call(
+                ToolRequest(url, question_id, call_index, needed_bytes=self.reply_cap)
+            )
             rendered = render_reply(url, reply.value(), self.reply_cap)
             result.events.append(
                 Event("tool", call_index, reply.describe(rendered), time.perf_counter() - started)

@@ -7,8 +7,14 @@ so a run always finishes and the transcript shows what went wrong.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from typing import Protocol
+
+# The config's ``tools`` settings (politeness, cache location) reach jobs through
+# this variable: they shape no result, so tuning them must rerun no job.
+SETTINGS_ENV = "HELIXBENCH_TOOLS"
 
 
 @dataclass(frozen=True)
@@ -16,6 +22,7 @@ class ToolRequest:
     url: str
     question_id: str
     index: int  # the model call (0-based) whose completion asked for this URL
+    needed_bytes: int | None = None  # the caller keeps this much of a reply (None: all)
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,10 @@ class ToolResult:
     text: str | None = None  # a reply that is text already (a recorded BLAST RID)
     status: int | None = None
     error: str | None = None
-    cache: str | None = None  # "hit" / "miss" / "replay"
+    cache: str | None = None  # "hit" / "miss" / "stale" / "replay"; None: never looked up
+    fetched_at: str | None = None  # when the reply left the server (UTC)
+    origin: str | None = None  # "live <base URL>" or "seed:<recording>"
+    attempts: int | None = None  # requests this call made (retries included)
 
     def value(self) -> bytes | str:
         """What the method renders into the prompt."""
@@ -40,12 +50,31 @@ class ToolResult:
         return {
             "url": self.url,
             "status": self.status,
-            "bytes": size if self.error is None else 0,
+            "bytes": size,
             "cache": self.cache,
             "error": self.error,
+            "fetched_at": self.fetched_at,
+            "origin": self.origin,
+            "attempts": self.attempts,
             "rendered": rendered,
         }
 
 
 class Toolbox(Protocol):
     def call(self, request: ToolRequest) -> ToolResult: ...
+
+
+def tool_settings(mode: str) -> dict:
+    """The ``tools`` settings the workflow passed down, with ``mode`` set."""
+    return {**json.loads(os.environ.get(SETTINGS_ENV) or "{}"), "mode": mode}
+
+
+def create_toolbox(settings: dict, recorded=None, question_ids: dict[str, str] | None = None):
+    """The toolbox a run's ``tools`` settings name: ``replay`` or the executor."""
+    if settings.get("mode") == "replay":
+        from .replay import ReplayToolbox
+
+        return ReplayToolbox(recorded or [], question_ids or {})
+    from .executor import ToolExecutor, ToolSettings
+
+    return ToolExecutor(ToolSettings.from_config(settings))

@@ -1,0 +1,36 @@
+# Tool calls: the cache seeded from recorded runs, and live demonstration snapshots.
+# The cache itself (tools.cache) is a store that jobs add to, not a rule's output:
+# a rerun must never delete replies already paid for.
+
+
+rule seed_tool_cache:
+    input:
+        get_seed_files,
+    output:
+        paths.TOOL_CACHE_SEED,
+    log:
+        "logs/tools/seed-{recording}.log",
+    conda:
+        CONDA_ENV
+    params:
+        cache=get_tools_cache(),
+    shell:
+        "python -m helixbench seed-cache --recording {wildcards.recording:q}"
+        " --cache {params.cache:q} --out {output:q}"
+        " {input:q} > {log:q} 2>&1"
+
+
+rule live_snapshot:
+    output:
+        paths.LIVE_SNAPSHOT,
+    log:
+        "logs/snapshot/live/{name}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        ncbi=1,
+    params:
+        mode=get_live_snapshot_mode,
+    shell:
+        "python -m helixbench live-snapshot --name {wildcards.name:q} --mode {params.mode}"
+        " --out {output:q} > {log:q} 2>&1"
