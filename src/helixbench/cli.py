@@ -97,7 +97,17 @@ def _run(args) -> None:
         Path(args.out),
         recording=Path(args.recording) if args.recording else None,
         snapshot=Path(args.snapshot) if args.snapshot else None,
+        model_cache=Path(args.model_cache) if args.model_cache else None,
+        model_dir=Path(args.model_dir) if args.model_dir else None,
+        threads=args.threads,
     )
+
+
+def _prepare_model(args) -> None:
+    from .models.local import convert_gguf
+
+    info = convert_gguf(json.loads(args.spec), Path(args.out))
+    logging.info("converted %s to %s", info["identity"], args.out)
 
 
 def _score(args) -> None:
@@ -184,8 +194,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--questions", required=True)
     p.add_argument("--recording")
     p.add_argument("--snapshot")
+    p.add_argument("--model-cache", help="SQLite response cache of model calls")
+    p.add_argument("--model-dir", help="a local model converted by prepare-model")
+    p.add_argument("--threads", type=int, help="CPU threads a local model may use")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_run)
+
+    p = sub.add_parser("prepare-model", help="convert a local GGUF model for fast loading")
+    p.add_argument("--spec", required=True, help="the model's config entry as JSON")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_prepare_model)
 
     p = sub.add_parser("score", help="score a task's shards per question")
     p.add_argument("--spec", required=True)
@@ -210,12 +228,18 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     from .fetch import FetchError
+    from .models import ModelError
     from .plan import ConfigError
     from .snapshots import SnapshotError
 
     try:
         args.func(args)
-    except (FetchError, ConfigError, SnapshotError) as exc:  # expected: the message says it all
+    except (
+        FetchError,
+        ConfigError,
+        SnapshotError,
+        ModelError,
+    ) as exc:  # expected: the message says it all
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
     except Exception as exc:  # unexpected: the traceback, then a one-line summary

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from . import paths
 from .benchmarks import BENCHMARK_FILES, slugify, tasks_of
@@ -21,6 +22,7 @@ from .recordings import RECORDINGS, RecordedRun, recorded_runs, snapshot_run
 from .tools.executor import ToolSettings
 from .upstream import UpstreamFile
 
+ALL_CORES = 1024  # Snakemake caps a job's threads at --cores
 MASK_METHOD = re.compile(r"^genegpt-([01]{6})$")
 
 
@@ -56,6 +58,7 @@ class RunTask:
     tools: dict = field(default_factory=dict, hash=False)  # {"mode": ...}
     snapshot_path: str | None = None  # the demonstration snapshot the method's header uses
     seed_markers: tuple[str, ...] = ()  # tool-cache seeds the run's tool calls may read
+    sample: int | None = None  # questions per task (a fixed pseudo-random choice); None: all
 
     @property
     def task_slug(self) -> str:
@@ -88,6 +91,26 @@ class RunTask:
     def tools_mode(self) -> str:
         return self.tools["mode"]
 
+    @property
+    def endpoint(self) -> str | None:
+        """The global resource that caps concurrent calls to this run's model server."""
+        return endpoint_resource(self.model_spec)
+
+    @property
+    def model_dir(self) -> str | None:
+        """The converted local model the run loads (a GGUF model of the transformers backend)."""
+        if self.model_spec["backend"] == "transformers" and self.model_spec.get("gguf_file"):
+            return paths.LOCAL_MODEL.format(model=self.model)
+        return None
+
+    @property
+    def threads(self) -> int:
+        if self.model_spec["backend"] == "transformers":
+            # A local model job takes every core Snakemake has (capped to --cores), so
+            # such jobs run one at a time unless the config sets fewer threads.
+            return int(self.model_spec.get("threads", ALL_CORES))
+        return 1
+
     def spec(self) -> dict:
         """What a run or score job needs to know, as JSON-able data."""
         return {
@@ -101,6 +124,7 @@ class RunTask:
             "recording_url": self.recorded.file.url if self.recorded else None,
             "recording_sha256": self.recorded.file.sha256 if self.recorded else None,
             "tools": self.tools,
+            "sample": self.sample,
         }
 
 
@@ -141,6 +165,15 @@ class Plan:
         files += [r.file for r in self.snapshot_runs]
         return list(dict.fromkeys(files))
 
+    def endpoints(self) -> dict[str, int]:
+        """Resource name -> concurrent jobs allowed, for every model server in the plan."""
+        limits: dict[str, int] = {}
+        for task in self.tasks:
+            if task.endpoint:
+                limit = int(task.model_spec.get("concurrency", 4))
+                limits[task.endpoint] = min(limits.get(task.endpoint, limit), limit)
+        return limits
+
     def seed(self, recording: str) -> list[RecordedRun]:
         try:
             return self.seeds[paths.TOOL_CACHE_SEED.format(recording=recording)]
@@ -166,8 +199,7 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
     seeds = _seeds(seed_config, mirror)
     tasks, notes, snapshot_runs = [], [], []
     seen = set()
-    for i, run in enumerate(config.get("runs", [])):
-        where = f"runs[{i}]"
+    for where, run in expand_runs(config.get("runs", [])):
         if run["model"] not in models:
             raise ConfigError(
                 f"{where}.model: unknown model {run['model']!r}; defined: {', '.join(models)}"
@@ -197,10 +229,39 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
                 snapshot = _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror)
                 markers = tuple(seeds) if mode != "replay" else ()
                 tasks.append(
-                    replace(task, tools=tools, snapshot_path=snapshot, seed_markers=markers)
+                    replace(
+                        task,
+                        tools=tools,
+                        snapshot_path=snapshot,
+                        seed_markers=markers,
+                        sample=run.get("sample"),
+                    )
                 )
             notes += new_notes
     return Plan(tasks, notes, snapshot_runs, live_snapshots, seeds, tools_config)
+
+
+def endpoint_resource(model_spec: dict) -> str | None:
+    if model_spec["backend"] != "openai":
+        return None
+    from .models.openai_api import DEFAULT_BASE_URL
+
+    netloc = urlsplit(model_spec.get("base_url") or DEFAULT_BASE_URL).netloc
+    return "endpoint_" + re.sub(r"[^A-Za-z0-9]+", "_", netloc).strip("_").lower()
+
+
+def expand_runs(runs: list[dict]) -> list[tuple[str, dict]]:
+    """``runs`` with sweeps expanded: an entry may list ``models`` and/or ``methods``,
+    meaning every combination; returns ``(where in config, run)`` pairs."""
+    expanded = []
+    for i, run in enumerate(runs):
+        models = run.get("models") or [run.get("model")]
+        methods = run.get("methods") or [run.get("method")]
+        rest = {k: v for k, v in run.items() if k not in ("model", "models", "method", "methods")}
+        for model in models:
+            for method in methods:
+                expanded.append((f"runs[{i}]", {**rest, "model": model, "method": method}))
+    return expanded
 
 
 def _seeds(entries: list, mirror: Path | None) -> dict:
@@ -256,8 +317,12 @@ def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | No
 
 def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where):
     base = {"model": run["model"], "method": run["method"], "benchmark": benchmark}
-    if model_spec["backend"] != "replay":
-        raise ConfigError(f"{where}: backend {model_spec['backend']!r} is not available yet")
+    if model_spec["backend"] != "replay":  # a live model runs every task of the benchmark
+        tasks = [
+            RunTask(run["model"], run["method"], benchmark, task, shards, model_spec, method_spec)
+            for task in tasks_of(benchmark)
+        ]
+        return tasks, []
     recording = model_spec["recording"]
     if recording not in RECORDINGS:
         raise ConfigError(

@@ -146,6 +146,63 @@ def replay_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame
     )
 
 
+COST_COLUMNS = [
+    "model",
+    "method",
+    "questions",
+    "model_calls",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "reused_tokens",
+    "model_s",
+    "tool_s",
+    "wall_s",
+    "cost_usd",
+]
+
+
+def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> pd.DataFrame:
+    """Per run (model x method): calls, tokens, time and cost, as BRAD profiles its modules.
+
+    Cost counts the calls that reached the model (cache misses) at the config's
+    price per million tokens; a model without a price has no cost (local, replay).
+    """
+    totals: dict[tuple[str, str], dict] = {}
+    for task in plan.tasks:
+        row = totals.setdefault(
+            (task.model, task.method),
+            {c: 0 for c in COST_COLUMNS[2:]} | {"model": task.model, "method": task.method},
+        )
+        price = prices.get(task.model)
+        for record in records[task]:
+            row["questions"] += 1
+            row["wall_s"] += record.get("wall_s") or 0.0
+            for event in record["events"]:
+                data = event["data"]
+                if event["type"] == "tool":
+                    row["tool_s"] += event.get("latency_s") or 0.0
+                    continue
+                row["model_calls"] += 1
+                row["model_s"] += event.get("latency_s") or 0.0
+                row["cache_hits"] += data.get("cache") == "hit"
+                prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
+                row["prompt_tokens"] += prompt or 0
+                row["completion_tokens"] += completion or 0
+                row["reused_tokens"] += data.get("reused_tokens") or 0
+                if price and data.get("cache") == "miss":
+                    row["cost_usd"] += (
+                        (prompt or 0) * price["prompt"] + (completion or 0) * price["completion"]
+                    ) / 1e6
+        if not price:
+            row["cost_usd"] = None
+    table = pd.DataFrame(list(totals.values()), columns=COST_COLUMNS)
+    for column in ("model_s", "tool_s", "wall_s"):
+        table[column] = table[column].round(1)
+    table["cost_usd"] = table["cost_usd"].map(lambda v: None if v is None else round(v, 4))
+    return table
+
+
 def error_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
     rows = []
     for task in plan.tasks:
@@ -161,6 +218,7 @@ def error_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
                 "lengthError": sum(r["error"] == "lengthError" for r in task_records),
                 "numError": sum(r["error"] == "numError" for r in task_records),
                 "model_miss": sum(r["error"] == "model_miss" for r in task_records),
+                "model_error": sum(r["error"] == "model_error" for r in task_records),
                 "tools": task.tools_mode,
                 "tool_calls": len(tool_events),
                 "tool_errors": sum(e["data"]["error"] is not None for e in tool_events),
@@ -306,6 +364,8 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     replay.to_csv(out_dir / "replay.csv", index=False)
     errors = error_table(plan, records)
     errors.to_csv(out_dir / "errors.csv", index=False)
+    costs = cost_table(plan, records, config.get("prices", {}))
+    costs.to_csv(out_dir / "cost.csv", index=False)
     t2 = table2(plan, summary)
     t2.to_csv(out_dir / "table2.csv", index=False)
     (out_dir / "table2.md").write_text(t2.to_markdown(index=False, disable_numparse=True) + "\n")
@@ -322,12 +382,13 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
             hop,
             replay,
             errors,
+            costs,
             prov,
         )
     )
 
 
-def _markdown(plan, summary, t2, t2_nodemo, hop, replay, errors, prov) -> str:
+def _markdown(plan, summary, t2, t2_nodemo, hop, replay, errors, costs, prov) -> str:
     hits = int(replay.hits.sum()) if not replay.empty else 0
     calls = int(replay.calls.sum()) if not replay.empty else 0
     replay_summary = replay.groupby(["model", "method"], sort=False)[
@@ -378,4 +439,12 @@ config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full prov
 
 ## Errors per task
 {errors.to_markdown(index=False, disable_numparse=True)}
+
+## Time, tokens and cost per run
+Token counts come from the model (the API's usage, or the local tokenizer); replayed
+runs have none. `reused_tokens`: prompt tokens a local model served from its
+key/value cache instead of encoding them. `cost_usd` prices the calls that reached
+the model (cache misses) with the config's `prices`; empty where no price is set.
+
+{costs.to_markdown(index=False, disable_numparse=True)}
 """

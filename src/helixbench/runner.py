@@ -26,11 +26,21 @@ log = logging.getLogger("helixbench.run")
 
 
 def shard_questions(questions: list[Question], spec: dict, shard: int) -> list[Question]:
-    """The questions of ``spec``'s task that fall in ``shard`` (round robin by index)."""
+    """The questions of ``spec``'s task that fall in ``shard`` (round robin by index),
+    of its ``sample`` if it names one."""
     task = [q for q in questions if q.benchmark == spec["benchmark"] and q.task == spec["task"]]
     if not task:
         raise ValueError(f"no questions for {spec['benchmark']} / {spec['task']}")
-    return [q for q in task if q.index % spec["shards"] == shard]
+    if spec.get("sample"):
+        task = sample_questions(task, spec["sample"])
+    return [q for i, q in enumerate(task) if i % spec["shards"] == shard]
+
+
+def sample_questions(questions: list[Question], n: int) -> list[Question]:
+    """A fixed pseudo-random choice of ``n`` questions (by the digest of their ids), in
+    question order: the same sample on every machine, for every model."""
+    chosen = sorted(questions, key=lambda q: sha256_text(q.id))[:n]
+    return sorted(chosen, key=lambda q: q.index)
 
 
 def run_shard(
@@ -40,11 +50,22 @@ def run_shard(
     output: Path,
     recording: Path | None = None,
     snapshot: Path | None = None,
+    model_cache: Path | None = None,
+    model_dir: Path | None = None,
+    threads: int | None = None,
 ) -> None:
     questions = shard_questions(read_questions(questions_path), spec, shard)
     recorded = load_recording(recording) if recording else []
     source = {"url": spec.get("recording_url"), "sha256": spec.get("recording_sha256")}
-    model = create_model(spec["model_spec"], recorded=recorded, recording_source=source)
+    model = create_model(
+        spec["model_spec"],
+        recorded=recorded,
+        recording_source=source,
+        cache=model_cache,
+        prefix_cache=Path(model_cache).parent / "prefixes" if model_cache else None,
+        model_dir=model_dir,
+        threads=threads,
+    )
     snap = Snapshot.load(snapshot)
     method = create_method(spec["method_spec"], snap)
     tools = create_toolbox(

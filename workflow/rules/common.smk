@@ -33,6 +33,16 @@ if not PLAN.tasks:
         + "; ".join(note["message"] for note in PLAN.notes)
     )
 
+# One global resource per model server caps the jobs calling it at once, across a
+# cluster too; --resources endpoint_<host>=N on the command line overrides it.
+ENDPOINT_RESOURCES = {}
+for name, limit in PLAN.endpoints().items():
+    if name not in workflow.global_resources:
+        workflow.register_resource(name, limit)
+    ENDPOINT_RESOURCES[name] = lambda wildcards, name=name: int(
+        get_run_task(wildcards).endpoint == name
+    )
+
 for note in PLAN.notes:
     if note["level"] == "warning":
         logger.warning(f"{note['model']} / {note['method']}: {note['message']}")
@@ -99,7 +109,20 @@ def get_run_inputs(wildcards):
         "recording": task.recording_path or [],
         "snapshot": task.snapshot_path,
         "seeds": list(task.seed_markers),
+        "model_dir": task.model_dir or [],
     }
+
+
+def get_model_dir_arg(wildcards, input):
+    return f"--model-dir {shlex.quote(input.model_dir)}" if input.model_dir else ""
+
+
+def get_model_spec(wildcards):
+    return json.dumps(config["models"][wildcards.model], sort_keys=True)
+
+
+def get_run_threads(wildcards):
+    return get_run_task(wildcards).threads
 
 
 def get_recording_arg(wildcards, input):
@@ -117,6 +140,10 @@ def get_seed_runs(wildcards):
 
 def get_seed_files(wildcards):
     return [upstream_path(r.file) for r in get_seed_runs(wildcards)]
+
+
+def get_model_cache():
+    return config.get("model_cache", "resources/cache/models.sqlite")
 
 
 def get_tools_cache():

@@ -22,6 +22,11 @@ rule report:
         ),
         f"{paths.REPORT_DIR}/errors.csv",
         report(
+            f"{paths.REPORT_DIR}/cost.csv",
+            caption="../report/cost.rst",
+            category="Cost",
+        ),
+        report(
             f"{paths.REPORT_DIR}/table2.md",
             caption="../report/table2.rst",
             category="Scores",

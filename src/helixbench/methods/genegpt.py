@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from ..digests import sha256_bytes, sha256_text
-from ..models import CompletionRequest, ContextLengthError, Model, ModelMiss
+from ..models import CompletionRequest, ContextLengthError, Model, ModelError, ModelMiss
 from ..records import Event, QuestionResult
 from ..snapshots import Snapshot, SnapshotError, SnapshotReply
 from ..tools import Toolbox, ToolRequest
@@ -221,6 +221,7 @@ class GeneGPT:
                 question_id=question_id,
                 question=question,
                 call_index=call_index,
+                shared_prefix=self.header,
             )
             started = time.perf_counter()
             try:
@@ -231,6 +232,9 @@ class GeneGPT:
             except ModelMiss as exc:
                 result.events.append(_model_event(request, sent, None, started, error=exc))
                 return result.finish(answer=None, error="model_miss")
+            except ModelError as exc:
+                result.events.append(_model_event(request, sent, None, started, error=exc))
+                return result.finish(answer=None, error="model_error")
             result.events.append(_model_event(request, sent, completion, started))
             sent = prompt
             url = extract_url(completion.text)
@@ -267,6 +271,10 @@ def _model_event(request, previous_prompt, completion, started, error=None) -> E
             "completion": None if completion is None else completion.text,
             "cache": completion.cache if completion is not None else getattr(error, "cache", None),
             "error": None if error is None else str(error),
+            **{
+                name: getattr(completion, name, None)
+                for name in ("prompt_tokens", "completion_tokens", "reused_tokens", "finish_reason")
+            },
         },
         latency_s=time.perf_counter() - started,
     )

@@ -2,8 +2,14 @@
 
 A backend turns a :class:`CompletionRequest` into a :class:`Completion`. It raises
 :class:`ContextLengthError` when the prompt does not fit (the method records a
-``lengthError``) and :class:`ModelMiss` when it has no answer at all (a replay
-of a prompt that was never recorded).
+``lengthError``), :class:`ModelMiss` when it has no answer at all (a replay of a
+prompt that was never recorded) and :class:`ModelError` when the call failed for
+good (retries spent, a timeout): the method records the error and moves on.
+
+Backends: ``replay`` (recorded runs), ``openai`` (the OpenAI API or any
+OpenAI-compatible server: vLLM, Ollama, llama.cpp) and ``transformers`` (a local
+Hugging Face model). Every backend but replay answers through a response cache
+(:mod:`helixbench.models.cache`).
 """
 
 from __future__ import annotations
@@ -21,12 +27,19 @@ class CompletionRequest:
     question_id: str  # which question the call belongs to, for logs and replay
     question: str
     call_index: int  # 0-based call number within the question
+    # The part of the prompt every question of the run shares (a method's header): a
+    # local model may keep its key/value cache on disk and share it between jobs.
+    shared_prefix: str | None = None
 
 
 @dataclass(frozen=True)
 class Completion:
     text: str
     cache: str | None = None  # "hit" / "miss" where the backend has a cache or a recording
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reused_tokens: int | None = None  # prompt tokens served from a reused key/value cache
+    finish_reason: str | None = None  # "stop", "length", ...
 
 
 class ContextLengthError(Exception):
@@ -39,6 +52,12 @@ class ContextLengthError(Exception):
 
 class ModelMiss(Exception):
     """The backend has no completion for this prompt (replay: not recorded)."""
+
+    cache = "miss"
+
+
+class ModelError(Exception):
+    """The call failed for good (retries spent, timeout, bad request); recorded, not raised."""
 
     cache = "miss"
 
@@ -64,4 +83,26 @@ def create_model(spec: dict, **resources) -> Model:
         return ReplayModel.from_recording(
             resources["recorded"], spec, resources["recording_source"]
         )
-    raise ValueError(f"unknown model backend {backend!r}; available: replay")
+    if backend == "openai":
+        from .openai_api import OpenAIModel
+
+        model = OpenAIModel(spec)
+    elif backend == "transformers":
+        from .local import TransformersModel
+
+        model = TransformersModel(
+            spec,
+            converted=resources.get("model_dir"),
+            threads=resources.get("threads"),
+            prefix_cache=resources.get("prefix_cache"),
+        )
+    else:
+        raise ValueError(f"unknown model backend {backend!r}; available: {', '.join(BACKENDS)}")
+    if resources.get("cache") is None:
+        return model
+    from .cache import CachedModel, ModelCache
+
+    return CachedModel(model, ModelCache(resources["cache"]))
+
+
+BACKENDS = ("replay", "openai", "transformers")

@@ -1,0 +1,101 @@
+"""The response cache: a model call answered before is answered again from disk.
+
+The key is a digest of everything that decides the completion: the backend's
+identity (model id with revision or file digest, base URL, API kind), the
+decoding parameters and the full prompt. Two models never share an entry. Each
+call's record says whether it was a hit or a miss, so a rerun of a finished sweep
+shows that it made no model calls.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from ..digests import sha256_json
+from ..store import SqliteStore, utc_now
+from . import Completion, CompletionRequest, ContextLengthError, Model
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    identity TEXT NOT NULL,
+    text TEXT,
+    refused TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    finish_reason TEXT,
+    latency_s REAL,
+    created_at TEXT NOT NULL
+);
+"""
+
+
+class ModelCache(SqliteStore):
+    schema = SCHEMA
+
+    def get(self, key: str) -> tuple | None:
+        return self._query_one(
+            "SELECT text, refused, prompt_tokens, completion_tokens, finish_reason"
+            " FROM completions WHERE key = ?",
+            (key,),
+        )
+
+    def put(self, key: str, identity: dict, row: tuple, latency_s: float) -> None:
+        self._transaction(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO completions (key, identity, text, refused, prompt_tokens,"
+                " completion_tokens, finish_reason, latency_s, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, sha256_json(identity), *row, latency_s, utc_now()),
+            )
+        )
+
+
+def request_key(identity: dict, request: CompletionRequest) -> str:
+    return sha256_json(
+        {
+            "identity": identity,
+            "prompt": request.prompt,
+            "stop": list(request.stop),
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+    )
+
+
+class CachedModel:
+    """A backend behind the response cache. Context-length refusals are cached too;
+    failures (:class:`ModelError`) are not, so a rerun tries them again."""
+
+    def __init__(self, model: Model, cache: ModelCache):
+        self.model = model
+        self.cache = cache
+
+    def identity(self) -> dict:
+        return self.model.identity()
+
+    def complete(self, request: CompletionRequest) -> Completion:
+        key = request_key(self.identity(), request)
+        row = self.cache.get(key)
+        if row is not None:
+            text, refused, prompt_tokens, completion_tokens, finish = row
+            if refused is not None:
+                raise ContextLengthError(refused, cache="hit")
+            return Completion(text, "hit", prompt_tokens, completion_tokens, None, finish)
+        started = time.perf_counter()
+        try:
+            completion = self.model.complete(request)
+        except ContextLengthError as exc:
+            row = (None, str(exc), None, None, None)
+            self.cache.put(key, self.identity(), row, time.perf_counter() - started)
+            raise ContextLengthError(str(exc), cache="miss") from None
+        row = (
+            completion.text,
+            None,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+            completion.finish_reason,
+        )
+        self.cache.put(key, self.identity(), row, time.perf_counter() - started)
+        return replace(completion, cache="miss")

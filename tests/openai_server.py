@@ -1,0 +1,134 @@
+"""A loopback server that speaks the OpenAI API (``/v1/completions`` and
+``/v1/chat/completions``), for driving the real ``openai`` client in tests.
+
+Its "model" answers from a script (or echoes the prompt's last line), honours
+stop strings and ``max_tokens`` (whitespace tokens) as a real server does, refuses
+prompts past a context limit with OpenAI's error shape, injects faults on request
+(429 with Retry-After, 500, a stall), and records every request it receives.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class OpenAIServerState:
+    script: collections.deque = field(default_factory=collections.deque)
+    context_chars: int = 100_000  # a prompt longer than this is refused
+    faults: collections.deque = field(default_factory=collections.deque)
+    received: list = field(default_factory=list)  # (path, body, headers)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class OpenAIServer:
+    def __init__(self, state: OpenAIServerState | None = None):
+        self.state = state or OpenAIServerState()
+        handler = type("Handler", (_Handler,), {"state": self.state})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> OpenAIServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: OpenAIServerState
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        with self.state.lock:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            self.state.received.append((self.path, body, headers))
+            fault = self.state.faults.popleft() if self.state.faults else None
+        if fault:
+            kind = fault[0]
+            if kind == "stall":
+                time.sleep(fault[1])
+            elif kind == "429":
+                error = {"message": "Rate limit reached", "type": "requests", "code": None}
+                return self._send(429, {"error": error}, {"Retry-After": str(fault[1])})
+            elif kind == "500":
+                return self._send(500, {"error": {"message": "server error", "type": "server"}})
+        if self.path.endswith("/chat/completions"):
+            prompt = body["messages"][-1]["content"]
+        elif self.path.endswith("/completions"):
+            prompt = body["prompt"]
+        else:
+            return self._send(404, {"error": {"message": "not found"}})
+        if len(prompt) > self.state.context_chars:
+            error = {
+                "message": f"This model's maximum context length is {self.state.context_chars} "
+                "tokens. However, you requested more.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+            return self._send(400, {"error": error})
+        with self.state.lock:
+            text = self.state.script.popleft() if self.state.script else None
+        if text is None:
+            text = "Answer: " + prompt.rstrip("\n").rsplit("\n", 1)[-1]
+        text, finish = _decode(text, body.get("stop") or [], body.get("max_tokens") or 16)
+        usage = {
+            "prompt_tokens": len(prompt.split()),
+            "completion_tokens": len(text.split()),
+            "total_tokens": len(prompt.split()) + len(text.split()),
+        }
+        if self.path.endswith("/chat/completions"):
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish,
+            }
+            kind = "chat.completion"
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": finish, "logprobs": None}
+            kind = "text_completion"
+        reply = {
+            "id": "cmpl-test",
+            "object": kind,
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [choice],
+            "usage": usage,
+        }
+        self._send(200, reply)
+
+    def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def _decode(text: str, stop: list[str], max_tokens: int) -> tuple[str, str]:
+    """What a server returns for ``text``: cut at the first stop string or the token cap."""
+    cuts = [text.find(s) for s in stop if s in text]
+    if cuts:
+        return text[: min(cuts)], "stop"
+    words = text.split(" ")
+    if len(words) > max_tokens:
+        return " ".join(words[:max_tokens]), "length"
+    return text, "stop"

