@@ -14,10 +14,11 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
 from helixbench.tools.urls import canonical_url
+
+from .loopback import LoopbackServer, QuietHandler
 
 
 @dataclass
@@ -45,15 +46,9 @@ class NCBIServerState:
     _next_rid: int = 0
 
 
-class NCBIServer:
+class NCBIServer(LoopbackServer):
     def __init__(self, state: NCBIServerState | None = None):
-        self.state = state or NCBIServerState()
-        handler = type("Handler", (_Handler,), {"state": self.state})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        super().__init__(state or NCBIServerState(), _Handler)
 
     def routes(self) -> dict:
         """``tools.routes`` that send NCBI's public URLs to this server."""
@@ -62,20 +57,9 @@ class NCBIServer:
             "https://blast.ncbi.nlm.nih.gov/": f"{self.base}/",
         }
 
-    def __enter__(self) -> NCBIServer:
-        self._thread.start()
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     state: NCBIServerState
-
-    def log_message(self, *args) -> None:  # keep test output quiet
-        pass
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         state = self.state

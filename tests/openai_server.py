@@ -14,7 +14,8 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from .loopback import LoopbackServer, QuietHandler
 
 
 @dataclass
@@ -26,29 +27,14 @@ class OpenAIServerState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class OpenAIServer:
+class OpenAIServer(LoopbackServer):
     def __init__(self, state: OpenAIServerState | None = None):
-        self.state = state or OpenAIServerState()
-        handler = type("Handler", (_Handler,), {"state": self.state})
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> OpenAIServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(state or OpenAIServerState(), _Handler)
+        self.base_url = f"{self.base}/v1"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     state: OpenAIServerState
-
-    def log_message(self, *args) -> None:
-        pass
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")

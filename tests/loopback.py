@@ -1,0 +1,33 @@
+"""What the tests' HTTP servers share: a threaded server on 127.0.0.1 (never another
+address) whose handler sees one state object, started and stopped as a context."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    state: object  # set per server
+
+    def log_message(self, *args) -> None:  # keep test output quiet
+        pass
+
+
+class LoopbackServer:
+    def __init__(self, state, handler: type[QuietHandler]):
+        self.state = state
+        handler = type("Handler", (handler,), {"state": state})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
