@@ -7,8 +7,8 @@ Target (issue 4): reuse at least 3x faster, on 2 cores.
 
 Both passes run the same 10 GeneTuring questions (a fixed sample over the tasks)
 through the slim header (mask 001001, upstream's own snapshot) with completions
-capped at 64 tokens and 3 model calls per question (the default config's
-genegpt-slim-short), tools answered offline from the replies GeneGPT's slim run
+capped at 32 tokens and 3 model calls per question (``--max-tokens``,
+``--max-calls``), tools answered offline from the replies GeneGPT's slim run
 recorded, and no response cache. "Reuse" keeps the key/value cache in the process
 (the header is encoded once, each tool round encodes only what it appended);
 "fresh" encodes every prompt whole. Prints seconds per question for each, the
@@ -49,6 +49,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=32, help="per completion")
+    parser.add_argument("--max-calls", type=int, default=3, help="model calls per question")
     args = parser.parse_args()
     mirror = resolve_mirror(None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,7 +71,9 @@ def main() -> None:
             cache.put_many(recorded_replies(items, "seed:genegpt-2023", "recorded"))
         header_items = load_recording(upstream(runs[0].file.path))
         snapshot = extract_from_header(recorded_header(header_items))
-        method = GeneGPT(build_header("001001", snapshot), max_calls=3, max_tokens=64)
+        method = GeneGPT(
+            build_header("001001", snapshot), max_calls=args.max_calls, max_tokens=args.max_tokens
+        )
         settings = {"mode": "offline", "budgets": str(tmp / "budgets")}
         tools = ToolExecutor(ToolSettings.from_config(settings), cache=cache)
         converted = tmp / "smollm2"
@@ -100,7 +104,10 @@ def main() -> None:
     speedup = results["fresh"][0] / results["reuse"][0]
     same = results["fresh"][1] == results["reuse"][1]
     print(f"speed-up {speedup:.2f}x   (target >= 3x); answers identical: {same}")
-    print(f"threads {args.threads}, cpu_count {os.cpu_count()}")
+    print(
+        f"threads {args.threads}, cpu_count {os.cpu_count()}, "
+        f"max_tokens {args.max_tokens}, max_calls {args.max_calls}"
+    )
 
 
 if __name__ == "__main__":

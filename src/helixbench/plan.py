@@ -104,6 +104,13 @@ class RunTask:
         return None
 
     @property
+    def gpus(self) -> int:
+        """GPUs a local model job asks the cluster for (the profile passes it to SLURM)."""
+        if self.model_spec["backend"] == "transformers":
+            return int(self.model_spec.get("gpus", 0))
+        return 0
+
+    @property
     def threads(self) -> int:
         if self.model_spec["backend"] == "transformers":
             # A local model job takes every core Snakemake has (capped to --cores), so
@@ -225,6 +232,9 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
             new, new_notes = _run_tasks(
                 run, model_spec, method_spec, benchmark, shards, mirror, where
             )
+            if run.get("tasks"):  # a run restricted to some tasks (by name or slug)
+                wanted = set(run["tasks"])
+                new = [t for t in new if t.task in wanted or t.task_slug in wanted]
             for task in new:
                 snapshot = _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror)
                 markers = tuple(seeds) if mode != "replay" else ()
@@ -301,7 +311,7 @@ def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | No
         return paths.LIVE_SNAPSHOT.format(name=name)
     elif name in RECORDINGS:
         recorded = snapshot_run(name)
-        if not available(recorded.file.url, mirror):
+        if recorded not in snapshot_runs and not available(recorded.file.url, mirror):
             raise ConfigError(f"{where}: snapshot {name} needs {recorded.file.url}; not mirrored")
         if recorded not in snapshot_runs:
             snapshot_runs.append(recorded)

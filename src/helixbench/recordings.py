@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from .benchmarks import tasks_of
@@ -77,6 +78,7 @@ def recorded_runs(recording: str, benchmark: str, mask: str | None) -> list[Reco
     return runs
 
 
+@cache
 def snapshot_run(recording: str) -> RecordedRun:
     """The recorded run whose header is the named snapshot ``recording``."""
     benchmark, mask, task = RECORDINGS[recording]["snapshot"]

@@ -33,15 +33,34 @@ if not PLAN.tasks:
         + "; ".join(note["message"] for note in PLAN.notes)
     )
 
+
 # One global resource per model server caps the jobs calling it at once, across a
 # cluster too; --resources endpoint_<host>=N on the command line overrides it.
-ENDPOINT_RESOURCES = {}
+def per_run_task(value_of):
+    """A run job's resource: the value itself where every planned task has the same
+    (Snakemake evaluates a function once per job: with thousands of jobs that is
+    most of the time a dry run takes), else a function of the job's task."""
+    values = {value_of(task) for task in PLAN.tasks}
+    if len(values) == 1:
+        return values.pop()
+    return lambda wildcards: value_of(get_run_task(wildcards))
+
+
+# One global resource per model server caps the jobs calling it at once, across a
+# cluster too; --resources endpoint_<host>=N on the command line overrides it.
+RUN_RESOURCES = {
+    # Jobs that may reach NCBI (tools live or refresh) take one slot of `ncbi`.
+    "ncbi": per_run_task(lambda task: int(task.tools_mode in ("live", "refresh"))),
+    # GPUs of a local model (models.<name>.gpus); the SLURM profile requests them.
+    "gpu": per_run_task(lambda task: task.gpus),
+}
 for name, limit in PLAN.endpoints().items():
     if name not in workflow.global_resources:
         workflow.register_resource(name, limit)
-    ENDPOINT_RESOURCES[name] = lambda wildcards, name=name: int(
-        get_run_task(wildcards).endpoint == name
+    RUN_RESOURCES[name] = per_run_task(
+        lambda task, name=name: int(task.endpoint == name)
     )
+RUN_THREADS = per_run_task(lambda task: task.threads)
 
 for note in PLAN.notes:
     if note["level"] == "warning":
@@ -121,17 +140,8 @@ def get_model_spec(wildcards):
     return json.dumps(config["models"][wildcards.model], sort_keys=True)
 
 
-def get_run_threads(wildcards):
-    return get_run_task(wildcards).threads
-
-
 def get_recording_arg(wildcards, input):
     return f"--recording {shlex.quote(input.recording)}" if input.recording else ""
-
-
-def get_ncbi_slots(wildcards):
-    """Jobs that may reach NCBI take one slot of the global ``ncbi`` resource."""
-    return int(get_run_task(wildcards).tools_mode in ("live", "refresh"))
 
 
 def get_seed_runs(wildcards):

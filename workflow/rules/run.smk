@@ -11,14 +11,13 @@ rule run_shard:
         "logs/run/{model}/{method}/{benchmark}/{task}/shard-{shard}-of-{shards}.log",
     conda:
         CONDA_ENV
-    threads: get_run_threads
+    threads: RUN_THREADS
     resources:
-        **ENDPOINT_RESOURCES,
-        # A shard that may reach NCBI holds one slot of this global resource, which
-        # caps such jobs across a cluster (--resources ncbi=N); on one machine the
-        # file-based request budget is shared by all jobs anyway.
-        ncbi=get_ncbi_slots,
-        # One slot of its model server's resource (endpoint_<host>), if it has one.
+        # ncbi: one slot for a shard that may reach NCBI; it caps such jobs across a
+        # cluster (--resources ncbi=N), while on one machine the file-based request
+        # budget is shared by all jobs anyway. endpoint_<host>_<port>: one slot of
+        # its model server. gpu: a local model's GPUs. See common.smk.
+        **RUN_RESOURCES,
     params:
         spec=get_run_spec,
         recording=get_recording_arg,

@@ -90,6 +90,7 @@ class TransformersModel:
         self.gguf_file = spec.get("gguf_file")
         self.revision = spec.get("revision")
         self.reuse = spec.get("reuse_cache", True)
+        self.device = spec.get("device", "cpu")
         self.chat_template = spec.get("chat_template", False)
         if self.package:
             self.source = package_dir(self.package)
@@ -123,6 +124,7 @@ class TransformersModel:
             kwargs["revision"] = self.revision
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **kwargs)
+        model.to(self.device)
         model.eval()
         window = self.spec.get("context_window") or getattr(
             model.config, "max_position_embeddings", None
@@ -246,7 +248,10 @@ class TransformersModel:
         if path.is_file():
             tensors = load_file(str(path))
             layers = len(tensors) // 2
-            data = [(tensors[f"k{i}"], tensors[f"v{i}"]) for i in range(layers)]
+            data = [
+                (tensors[f"k{i}"].to(self.device), tensors[f"v{i}"].to(self.device))
+                for i in range(layers)
+            ]
             self._cache, self._cached_ids = DynamicCache(ddp_cache_data=data), prefix_ids
             log.info("loaded the key/value cache of a %d-token prefix from %s", n, path)
             return
@@ -255,7 +260,7 @@ class TransformersModel:
             self._forward(self._loaded[1], prefix_ids, cache, prefill=True)
         tensors = {}
         for i, (keys, values, _) in enumerate(cache):
-            tensors[f"k{i}"], tensors[f"v{i}"] = keys.contiguous(), values.contiguous()
+            tensors[f"k{i}"], tensors[f"v{i}"] = keys.cpu().contiguous(), values.cpu().contiguous()
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         save_file(tensors, str(tmp))
@@ -266,7 +271,7 @@ class TransformersModel:
     def _forward(model, ids: list[int], cache, prefill: bool):
         import torch
 
-        input_ids = torch.tensor([ids], dtype=torch.long)
+        input_ids = torch.tensor([ids], dtype=torch.long, device=model.device)
         # Only the last position's logits are needed: a long prefill then keeps
         # one row of logits instead of one per prompt token.
         out = model(input_ids=input_ids, cache=cache, use_cache=True, logits_to_keep=1)

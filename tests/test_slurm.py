@@ -1,0 +1,106 @@
+"""The workflow on a real SLURM cluster: a single node started by the test from
+Debian's packages (see tests/slurm_cluster.py), through Snakemake's SLURM executor
+and the project's SLURM profile, must give the results a local run gives.
+
+Where the daemons cannot start, the test fails and says why; it never skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helixbench.records import read_records, without_timings
+
+from .conftest import REPO_ROOT
+from .slurm_cluster import SlurmCluster
+
+SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
+PROFILE = REPO_ROOT / "workflow" / "profiles" / "slurm"
+TASKS = ["Gene alias", "SNP location"]
+CONFIG = {
+    "benchmarks": ["geneturing"],
+    "models": {"codex": {"backend": "replay", "recording": "genegpt-2023"}},
+    "runs": [
+        {"model": "codex", "method": "genegpt-slim", "tasks": TASKS, "shards": 3},
+        {"model": "codex", "method": "genegpt-full", "tasks": TASKS, "shards": 3},
+    ],
+}
+
+
+def run_snakemake(workdir: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(CONFIG))
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(SNAKEFILE),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        *args,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+
+
+def results(workdir: Path) -> dict:
+    """Every shard's records (timings aside) and every task's scores, by path."""
+    out = {}
+    for path in sorted((workdir / "results" / "runs").rglob("*.jsonl")):
+        out[str(path.relative_to(workdir))] = [without_timings(r) for r in read_records(path)]
+    for path in sorted((workdir / "results" / "scores").rglob("*.jsonl")):
+        out[str(path.relative_to(workdir))] = path.read_text()
+    out["scores.csv"] = (workdir / "results" / "report" / "scores.csv").read_text()
+    return out
+
+
+@pytest.mark.slurm
+def test_slurm_run_equals_local_run(mirror, tmp_path):
+    env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror)}
+    local = run_snakemake(tmp_path / "local", env, "--cores", "2")
+    assert local.returncode == 0, local.stderr[-3000:]
+
+    with SlurmCluster(tmp_path / "cluster", memory_mb=4000) as cluster:
+        done = run_snakemake(
+            tmp_path / "slurm",
+            {**env, "SLURM_CONF": str(cluster.conf)},
+            "--profile",
+            str(PROFILE),
+            "--jobs",
+            "4",
+            "--default-resources",
+            "slurm_partition=test",
+            "mem_mb=300",
+            "runtime=10",
+            "--set-resources",
+            "run_shard:mem_mb=300",
+            "--group-components",
+            "shards=3",
+            "--latency-wait",
+            "5",
+        )
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, log[-4000:] + "\n" + cluster.logs()
+        jobs = subprocess.run(
+            ["squeue", "-h", "-t", "all", "-o", "%i %j %T"],
+            capture_output=True,
+            text=True,
+            env=cluster.env,
+        ).stdout.split("\n")
+    submitted = [j for j in jobs if j.strip()]
+    # 2 runs x 2 tasks x 3 shards = 12 shard jobs, grouped 3 to a SLURM job.
+    assert len(submitted) == 4, submitted
+    assert all(j.endswith("COMPLETED") for j in submitted), submitted
+    assert results(tmp_path / "slurm") == results(tmp_path / "local")
+    scores = (tmp_path / "slurm" / "results" / "report" / "scores.csv").read_text()
+    assert "Gene alias" in scores and "SNP location" in scores
+    json.loads((tmp_path / "slurm" / "results" / "report" / "provenance.json").read_text())
