@@ -75,6 +75,7 @@ def main() -> None:
     if done.returncode != 0:
         sys.exit(done.stderr[-3000:])
     jobs = [line for line in done.stdout.splitlines() if line.startswith(("run_shard", "total"))]
+    jobs = list(dict.fromkeys(jobs))  # Snakemake prints its job table twice
     print(f"run tasks in the plan     {len(plan.tasks)}")
     print(f"plan alone                {plan_s:.2f} s")
     print(f"snakemake --dry-run       {dry_s:.2f} s   (target < 10 s)")
