@@ -76,6 +76,8 @@ def test_default_workflow_reproduces_the_paper(mirror, tmp_path):
         "n",
         "score",
         "paper",
+        "ci_low",
+        "ci_high",
     ]
     scores = {(r["method"], r["task"], r["metric"]): r for r in rows}
     for method, mask in (("genegpt-slim", "001001"), ("genegpt-full", "111111")):
@@ -83,8 +85,10 @@ def test_default_workflow_reproduces_the_paper(mirror, tmp_path):
             row = scores[(method, task, "genegpt")]
             assert abs(float(row["score"]) - value) < 1e-9, (method, task)
             assert row["n"] == "50" and row["paper"] != ""
-        macro = float(scores[(method, "macro", "genegpt")]["score"])
+        macro_row = scores[(method, "macro", "genegpt")]
+        macro = float(macro_row["score"])
         assert round(macro, 2) == {"001001": 0.83, "111111": 0.80}[mask]
+        assert float(macro_row["ci_low"]) <= macro <= float(macro_row["ci_high"])
     dgl = scores[("genegpt-101110", "Disease gene location", "genegpt")]
     assert abs(float(dgl["score"]) - 0.6716667) < 1e-9 and dgl["paper"] == "0.67"
     # The demonstration items are excluded in the second metric.

@@ -21,6 +21,7 @@ from .paper import TABLE2_MODULES, TABLE3, published
 from .plan import Plan, RunTask, upstream_path
 from .records import read_records
 from .scoring.genegpt import SCORED_TASKS
+from .stats import bootstrap_macro, bootstrap_mean
 
 PACKAGES = ("snakemake", "pandas", "pyyaml", "jsonschema", "requests", "tabulate")
 ROUND = 7  # decimals kept in scores.csv (the reference values are given to 7)
@@ -45,6 +46,22 @@ def load_scores(plan: Plan) -> pd.DataFrame:
     )
 
 
+# ci_low / ci_high: the 95% percentile bootstrap interval over questions (seed 0;
+# for a macro row, questions resampled within each task: helixbench.stats).
+SCORE_COLUMNS = [
+    "benchmark",
+    "task",
+    "model",
+    "method",
+    "metric",
+    "n",
+    "score",
+    "paper",
+    "ci_low",
+    "ci_high",
+]
+
+
 def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     """scores.csv: one row per (run, task, metric), plus macro rows (n = tasks averaged)."""
     rows = []
@@ -62,6 +79,7 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
         for metric, frame in variants.items():
             if frame.empty:
                 continue
+            interval = bootstrap_mean(frame.score)
             rows.append(
                 {
                     "benchmark": task.benchmark,
@@ -78,20 +96,22 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                         task.task,
                         metric,
                     ),
+                    "ci_low": interval.low,
+                    "ci_high": interval.high,
                     "_recording": _recording(task),
                     "_mask": task.method_spec.get("mask"),
+                    "_scores": list(frame.score),
                 }
             )
     table = pd.DataFrame(rows)
     if table.empty:
-        return pd.DataFrame(
-            columns=["benchmark", "task", "model", "method", "metric", "n", "score", "paper"]
-        )
+        return pd.DataFrame(columns=SCORE_COLUMNS)
     macros = []
     for (benchmark, model, method, metric), group in table.groupby(
         ["benchmark", "model", "method", "metric"], sort=False
     ):
         complete = set(group.task) == _scored_tasks(benchmark)
+        interval = bootstrap_macro(dict(zip(group.task, group._scores, strict=True)))
         macros.append(
             {
                 "benchmark": benchmark,
@@ -107,11 +127,14 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                 )
                 if complete
                 else None,
+                "ci_low": interval.low,
+                "ci_high": interval.high,
             }
         )
     table = pd.concat([table, pd.DataFrame(macros)], ignore_index=True)
-    table["score"] = table.score.round(ROUND)
-    return table[["benchmark", "task", "model", "method", "metric", "n", "score", "paper"]]
+    for column in ("score", "ci_low", "ci_high"):
+        table[column] = table[column].round(ROUND)
+    return table[SCORE_COLUMNS]
 
 
 def _scored_tasks(benchmark: str) -> set[str]:
@@ -411,7 +434,9 @@ config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full prov
 ## How to read this report
 - Scores use GeneGPT's upstream evaluator (`genegpt` metric), per question in
   `results/scores/`; a task's score is the mean over its questions. `scores.csv` keeps
-  7 decimals; the tables round to 2, as the paper does.
+  7 decimals; the tables round to 2, as the paper does. `ci_low`/`ci_high` in
+  `scores.csv` are 95% bootstrap intervals over questions (10,000 resamples,
+  seed 0; a macro row resamples within each task).
 - "(paper)" columns give the value the GeneGPT paper published for the same
   recording and mask. Only replayed GeneGPT runs have one.
 - The four GeneGPT demonstrations are scored test items; the second table leaves
