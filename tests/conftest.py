@@ -4,15 +4,41 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helixbench.fetch import fetch
 from helixbench.recordings import recorded_runs
 from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
+
+
+def run_snakemake(
+    workdir: Path, config: dict, *args: str, env: dict
+) -> subprocess.CompletedProcess:
+    """Run the workflow on ``config`` in ``workdir`` (written to its config.yaml)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    configfile = workdir / "config.yaml"
+    configfile.write_text(yaml.safe_dump(config))
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(SNAKEFILE),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(configfile),
+        *args,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
 
 
 @pytest.fixture(scope="session")

@@ -10,18 +10,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from helixbench.records import read_records, without_timings
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, run_snakemake
 from .slurm_cluster import SlurmCluster
 
-SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
 PROFILE = REPO_ROOT / "workflow" / "profiles" / "slurm"
 TASKS = ["Gene alias", "SNP location"]
 CONFIG = {
@@ -32,24 +29,6 @@ CONFIG = {
         {"model": "codex", "method": "genegpt-full", "tasks": TASKS, "shards": 3},
     ],
 }
-
-
-def run_snakemake(workdir: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.yaml").write_text(yaml.safe_dump(CONFIG))
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "-s",
-        str(SNAKEFILE),
-        "--directory",
-        str(workdir),
-        "--configfile",
-        str(workdir / "config.yaml"),
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
 
 
 def results(workdir: Path) -> dict:
@@ -66,13 +45,13 @@ def results(workdir: Path) -> dict:
 @pytest.mark.slurm
 def test_slurm_run_equals_local_run(mirror, tmp_path):
     env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror)}
-    local = run_snakemake(tmp_path / "local", env, "--cores", "2")
+    local = run_snakemake(tmp_path / "local", CONFIG, "--cores", "2", env=env)
     assert local.returncode == 0, local.stderr[-3000:]
 
     with SlurmCluster(tmp_path / "cluster", memory_mb=4000) as cluster:
         done = run_snakemake(
             tmp_path / "slurm",
-            {**env, "SLURM_CONF": str(cluster.conf)},
+            CONFIG,
             "--profile",
             str(PROFILE),
             "--jobs",
@@ -87,6 +66,7 @@ def test_slurm_run_equals_local_run(mirror, tmp_path):
             "shards=3",
             "--latency-wait",
             "5",
+            env={**env, "SLURM_CONF": str(cluster.conf)},
         )
         log = done.stdout + done.stderr
         assert done.returncode == 0, log[-4000:] + "\n" + cluster.logs()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,40 +14,18 @@ from helixbench import paths
 from helixbench.plan import ConfigError, build_plan, config_hash
 from helixbench.snapshots import Snapshot
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, run_snakemake
 from .ncbi_server import NCBIServer
 from .test_scoring import REFERENCE
 
-SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
 DEFAULT_CONFIG = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
 
 
 def snakemake(workdir: Path, config: dict, *args: str, mirror: Path | None = None):
-    configfile = workdir / "config.yaml"
-    configfile.write_text(yaml.safe_dump(config))
     env = {**os.environ}
     if mirror is not None:
         env["HELIXBENCH_MIRROR"] = str(mirror)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-s",
-            str(SNAKEFILE),
-            "--directory",
-            str(workdir),
-            "--configfile",
-            str(configfile),
-            "--cores",
-            "2",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+    return run_snakemake(workdir, config, "--cores", "2", *args, env=env)
 
 
 @pytest.mark.workflow
