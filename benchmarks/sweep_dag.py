@@ -5,7 +5,8 @@ Target (issue 7): under 10 s on a 2-core machine.
 
 The sweep is one `runs` entry: 10 OpenAI-compatible models (nothing is called: a
 dry run) crossed with all 64 GeneGPT masks, on GeneTuring (9 tasks) and GeneHop
-(3 tasks), one shard each: 7,680 run jobs, 7,680 score jobs and the report.
+(3 tasks): 7,680 (model, mask, task) triples. A run (model x mask) is the job unit,
+here in one shard: 640 run jobs, 640 score jobs, the snapshot and the report.
 Prints the time `snakemake --dry-run` takes from start to exit (the whole
 command: start-up, config validation, the plan, the graph), and the plan alone.
 """

@@ -57,7 +57,7 @@ main(sys.argv[1:])
 """
 
 
-def _shard_command(spec, shard, questions, recording, snapshot, out):
+def _shard_command(spec, shard, questions, out):
     return [
         "run",
         "--spec",
@@ -66,46 +66,54 @@ def _shard_command(spec, shard, questions, recording, snapshot, out):
         str(shard),
         "--questions",
         str(questions),
-        "--recording",
-        str(recording),
-        "--snapshot",
-        str(snapshot),
         "--out",
         str(out),
     ]
 
 
 def test_sigkill_mid_shard_then_resume_gives_identical_records(upstream, mirror, tmp_path):
+    """A shard of a run over two tasks (so the shard mixes them) killed and resumed."""
     from helixbench.cli import main
 
     questions = tmp_path / "questions.jsonl"
     write_questions(load_benchmark("geneturing", upstream("data/geneturing.json")), questions)
     config = {
         "models": {"codex": {"backend": "replay", "recording": "genegpt-2023"}},
-        "runs": [{"model": "codex", "method": "genegpt-slim", "benchmarks": ["geneturing"]}],
+        "runs": [
+            {
+                "model": "codex",
+                "method": "genegpt-slim",
+                "benchmarks": ["geneturing"],
+                "tasks": ["gene-alias", "gene-name-conversion"],
+            }
+        ],
         "shards": 2,
     }
-    task = build_plan(config, mirror).find("codex", "genegpt-slim", "geneturing", "gene-alias")
-    recording = upstream(task.recorded.file.path)
-    snapshot = tmp_path / "snapshot.json"
-    main(
-        [
-            "snapshot",
-            "--recording",
-            str(recording),
-            "--recording-name",
-            "genegpt-2023",
-            "--url",
-            task.recorded.file.url,
-            "--mask",
-            "001001",
-            "--out",
-            str(snapshot),
-        ]
-    )
+    run = build_plan(config, mirror).find("codex", "genegpt-slim")
+    spec = run.spec()
+    for task, task_spec in zip(run.tasks, spec["tasks"], strict=True):
+        # The job's inputs, made here as the workflow would: the recorded file and
+        # the demonstration snapshot extracted from it.
+        task_spec["recording"] = str(upstream(task.recorded.file.path))
+        task_spec["snapshot"] = str(tmp_path / f"{task.task_slug}.snapshot.json")
+        main(
+            [
+                "snapshot",
+                "--recording",
+                task_spec["recording"],
+                "--recording-name",
+                "genegpt-2023",
+                "--url",
+                task.recorded.file.url,
+                "--mask",
+                "001001",
+                "--out",
+                task_spec["snapshot"],
+            ]
+        )
 
     reference = tmp_path / "reference" / "shard.jsonl"
-    main(_shard_command(task.spec(), 1, questions, recording, snapshot, reference))
+    main(_shard_command(spec, 1, questions, reference))
 
     killed = tmp_path / "killed" / "shard.jsonl"
     partial = killed.with_name(killed.name + ".partial")
@@ -115,7 +123,7 @@ def test_sigkill_mid_shard_then_resume_gives_identical_records(upstream, mirror,
             sys.executable,
             "-c",
             SLOW_CHILD,
-            *_shard_command(task.spec(), 1, questions, recording, snapshot, killed),
+            *_shard_command(spec, 1, questions, killed),
         ],
         env=env,
     )
@@ -128,10 +136,11 @@ def test_sigkill_mid_shard_then_resume_gives_identical_records(upstream, mirror,
     child.wait()
     assert not killed.exists()  # the output appears only when the shard is complete
     done_before = partial.read_text().count("\n")
-    assert 8 <= done_before < 25
+    assert 8 <= done_before < 50
 
-    main(_shard_command(task.spec(), 1, questions, recording, snapshot, killed))
+    main(_shard_command(spec, 1, questions, killed))
     got, want = read_records(killed), read_records(reference)
-    assert len(got) == len(want) == 25
-    assert len({r["question_id"] for r in got}) == 25
+    assert len(got) == len(want) == 50
+    assert len({r["question_id"] for r in got}) == 50
+    assert {r["task"] for r in got} == {"Gene alias", "Gene name conversion"}
     assert [without_timings(r) for r in got] == [without_timings(r) for r in want]

@@ -95,8 +95,6 @@ def _run(args) -> None:
         args.shard,
         Path(args.questions),
         Path(args.out),
-        recording=Path(args.recording) if args.recording else None,
-        snapshot=Path(args.snapshot) if args.snapshot else None,
         model_cache=Path(args.model_cache) if args.model_cache else None,
         model_dir=Path(args.model_dir) if args.model_dir else None,
         threads=args.threads,
@@ -111,14 +109,16 @@ def _prepare_model(args) -> None:
 
 
 def _score(args) -> None:
-    from .runner import score_task
+    from .runner import score_run
 
-    score_task(
+    score_run(
         json.loads(args.spec),
         Path(args.questions),
         [Path(p) for p in args.shards],
         Path(args.out),
-        args.scorers,
+        json.loads(args.scoring),
+        judge_model=json.loads(args.judge_model) if args.judge_model else None,
+        model_cache=Path(args.model_cache) if args.model_cache else None,
     )
 
 
@@ -140,14 +140,44 @@ def _report(args) -> None:
     write_report(plan, config, config_hash(config), Path(args.out_dir))
 
 
+def _compare(args) -> None:
+    from .fetch import resolve_mirror
+    from .plan import build_plan
+    from .report import compare_runs, load_scores
+
+    config = _load_config(args)
+    plan = build_plan(config, resolve_mirror(config.get("mirror")))
+    scores = load_scores(plan)
+    labels = {r.label: r for r in plan.runs}
+    for name in (args.a, args.b):
+        if name not in labels:
+            raise SystemExit(f"error: no run {name!r}; runs: {', '.join(labels)}")
+    shared = [
+        (t.benchmark, t.task)
+        for t in labels[args.a].tasks
+        if any((u.benchmark, u.task) == (t.benchmark, t.task) for u in labels[args.b].tasks)
+    ]
+    rows = [row for b, t in shared for row in compare_runs(plan, scores, args.a, args.b, b, t)]
+    if not rows:
+        raise SystemExit("error: the two runs share no scored question")
+    print("task\tmetric\tn\ta\tb\ta-b\tp")
+    for r in rows:
+        print(
+            f"{r['task']}\t{r['metric']}\t{r['n']}\t{r['score_a']:.4f}\t{r['score_b']:.4f}"
+            f"\t{r['difference']:+.4f}\t{r['p_value']:.4f}"
+        )
+
+
 def _plan(args) -> None:
     from .fetch import resolve_mirror
     from .plan import build_plan
 
     config = _load_config(args)
     plan = build_plan(config, resolve_mirror(config.get("mirror")))
-    for task in plan.tasks:
-        print(f"{task.model}\t{task.method}\t{task.benchmark}\t{task.task}\t{task.shards} shard(s)")
+    for run in plan.runs:
+        print(f"{run.model}\t{run.method}\t{run.shards} shard(s)")
+        for task in run.tasks:
+            print(f"\t{task.benchmark}\t{task.task}")
     for note in plan.notes:
         where = f"{note['model']} / {note['method']} ({note['benchmark']})"
         print(f"{note['level']}: {where}: {note['message']}")
@@ -188,12 +218,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("files", nargs="+")
     p.set_defaults(func=_seed_cache)
 
-    p = sub.add_parser("run", help="run one shard of a (model, method, task)")
-    p.add_argument("--spec", required=True, help="the run task's JSON spec from the plan")
+    p = sub.add_parser("run", help="run one shard of a run (model x method, over its tasks)")
+    p.add_argument(
+        "--spec",
+        required=True,
+        help="the run's JSON spec from the plan (its tasks name their recordings and snapshots)",
+    )
     p.add_argument("--shard", type=int, required=True)
     p.add_argument("--questions", required=True)
-    p.add_argument("--recording")
-    p.add_argument("--snapshot")
     p.add_argument("--model-cache", help="SQLite response cache of model calls")
     p.add_argument("--model-dir", help="a local model converted by prepare-model")
     p.add_argument("--threads", type=int, help="CPU threads a local model may use")
@@ -205,16 +237,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", required=True)
     p.set_defaults(func=_prepare_model)
 
-    p = sub.add_parser("score", help="score a task's shards per question")
+    p = sub.add_parser("score", help="score a run's shards per question")
     p.add_argument("--spec", required=True)
     p.add_argument("--questions", required=True)
-    p.add_argument("--scorers", nargs="+", default=["genegpt"])
+    p.add_argument("--scoring", required=True, help="the config's scoring section as JSON")
+    p.add_argument("--judge-model", help="the judge model's config entry as JSON")
+    p.add_argument("--model-cache", help="SQLite response cache of the judge's calls")
     p.add_argument("--out", required=True)
     p.add_argument("shards", nargs="+")
     p.set_defaults(func=_score)
 
     for name, func, text in (
         ("report", _report, "write results/report/"),
+        ("compare", _compare, "paired test of two runs (--a, --b: 'model / method')"),
         ("plan", _plan, "show the plan"),
     ):
         p = sub.add_parser(name, help=text)
@@ -223,6 +258,9 @@ def main(argv: list[str] | None = None) -> None:
         group.add_argument("--config-json", help="the validated config as JSON")
         if name == "report":
             p.add_argument("--out-dir", required=True)
+        if name == "compare":
+            p.add_argument("--a", required=True, help="a run, 'model / method'")
+            p.add_argument("--b", required=True, help="another run")
         p.set_defaults(func=func)
 
     args = parser.parse_args(argv)

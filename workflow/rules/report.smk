@@ -34,6 +34,43 @@ rule report:
         f"{paths.REPORT_DIR}/table2.csv",
         f"{paths.REPORT_DIR}/genehop.md",
         f"{paths.REPORT_DIR}/provenance.json",
+        report(
+            f"{paths.REPORT_DIR}/index.html",
+            caption="../report/index.rst",
+            category="Report",
+        ),
+        report(
+            f"{paths.REPORT_DIR}/leaderboard.csv",
+            caption="../report/leaderboard.rst",
+            category="Scores",
+        ),
+        report(
+            f"{paths.REPORT_DIR}/comparisons.csv",
+            caption="../report/comparisons.rst",
+            category="Scores",
+        ),
+        report(
+            f"{paths.REPORT_DIR}/taxonomy.csv",
+            caption="../report/taxonomy.rst",
+            category="Errors",
+        ),
+        report(
+            f"{paths.REPORT_DIR}/ablation.csv",
+            caption="../report/ablation.rst",
+            category="Scores",
+        ),
+        report(
+            f"{paths.REPORT_DIR}/leaderboard.png",
+            caption="../report/leaderboard.rst",
+            category="Figures",
+        ),
+        f"{paths.REPORT_DIR}/leaderboard.svg",
+        report(
+            f"{paths.REPORT_DIR}/ablation.png",
+            caption="../report/ablation.rst",
+            category="Figures",
+        ),
+        f"{paths.REPORT_DIR}/ablation.svg",
     log:
         "logs/report.log",
     conda:

@@ -1,5 +1,6 @@
-# Stage 3: one job per (model, method, task, shard); a killed job resumes from
-# the records it already wrote (see helixbench.records).
+# Stage 3: one job per shard of a run (model x method over all its tasks; shards
+# from config); a killed job resumes from the records it already wrote (see
+# helixbench.records).
 
 
 rule run_shard:
@@ -8,7 +9,7 @@ rule run_shard:
     output:
         paths.RUN_SHARD,
     log:
-        "logs/run/{model}/{method}/{benchmark}/{task}/shard-{shard}-of-{shards}.log",
+        "logs/run/{model}/{method}/shard-{shard}-of-{shards}.log",
     conda:
         CONDA_ENV
     threads: RUN_THREADS
@@ -20,13 +21,12 @@ rule run_shard:
         **RUN_RESOURCES,
     params:
         spec=get_run_spec,
-        recording=get_recording_arg,
         model_cache=get_model_cache(),
         model_dir=get_model_dir_arg,
     shell:
         "python -m helixbench run --spec {params.spec:q} --shard {wildcards.shard} --threads {threads}"
-        " --questions {input.questions:q} {params.recording} {params.model_dir}"
-        " --snapshot {input.snapshot:q} --model-cache {params.model_cache:q}"
+        " --questions {input.questions:q} {params.model_dir}"
+        " --model-cache {params.model_cache:q}"
         " --out {output:q} > {log:q} 2>&1"
 
 

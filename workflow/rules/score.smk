@@ -1,19 +1,22 @@
-# Stage 4: per-question scores of a task; rescoring never reruns a model.
+# Stage 4: per-question scores of a run; rescoring never reruns a model.
 
 
-rule score_task:
+rule score_run:
     input:
         questions=paths.QUESTIONS,
-        shards=get_task_shards,
+        shards=get_run_shards,
     output:
-        paths.TASK_SCORES,
+        paths.RUN_SCORES,
     log:
-        "logs/score/{model}/{method}/{benchmark}/{task}.log",
+        "logs/score/{model}/{method}.log",
     conda:
         CONDA_ENV
     params:
         spec=get_run_spec,
-        scorers=config["scorers"],
+        scoring=json.dumps(PLAN.scoring, sort_keys=True),
+        judge=get_judge_arg(),
+        model_cache=get_model_cache(),
     shell:
         "python -m helixbench score --spec {params.spec:q} --questions {input.questions:q}"
-        " --scorers {params.scorers} --out {output:q} {input.shards:q} > {log:q} 2>&1"
+        " --scoring {params.scoring:q} {params.judge} --model-cache {params.model_cache:q}"
+        " --out {output:q} {input.shards:q} > {log:q} 2>&1"

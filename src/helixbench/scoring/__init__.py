@@ -1,19 +1,93 @@
-"""Scorers, registered by name. A scorer maps (task, answer, gold) to a score in [0, 1],
-or None where it does not score that task."""
+"""Scorers, registered by name. A scorer maps ``(task, answer, gold, question)`` to a
+score in [0, 1], or None where it does not score that task.
+
+Which scorers score a task comes from the config's ``scoring`` section:
+``scoring.tasks[<task>]`` where set, else ``scoring.default``.
+
+- ``genegpt``: GeneGPT's upstream evaluate.py (:mod:`.genegpt`).
+- ``strict``: exact answers after one documented normalisation (:mod:`.strict`).
+- ``alias_recall``: case-insensitive recall of the gold aliases (sequence gene alias).
+- ``rouge1``, ``rouge2``, ``rougeL``: ROUGE F-measure, Porter-stemmed (:mod:`.text`).
+- ``embedding``: cosine similarity of sentence embeddings (:mod:`.text`).
+- ``judge``: a model from the registry grades 1 / 0.5 / 0 (:mod:`.judge`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from .genegpt import genegpt_score
+from .strict import alias_recall, strict_score
+from .text import ROUGE_TYPES, EmbeddingScorer, rouge_scorer_for
 
-Scorer = Callable[[str, "str | None", object], "float | None"]
+Scorer = Callable[..., "float | None"]
 
-SCORERS: dict[str, Scorer] = {"genegpt": genegpt_score}
+# Scorers that need no settings; ``embedding`` and ``judge`` are built from config.
+PLAIN_SCORERS: dict[str, Scorer] = {
+    "genegpt": genegpt_score,
+    "strict": strict_score,
+    "alias_recall": alias_recall,
+    **{name: rouge_scorer_for(name) for name in ROUGE_TYPES},
+}
+SCORER_NAMES = (*PLAIN_SCORERS, "embedding", "judge")
+
+# The default ``scoring`` section: upstream and strict scores wherever they apply,
+# and GeneHop's two hand-judged tasks scored as the paper judged them.
+DEFAULT_SCORING = {
+    "default": ["genegpt", "strict"],
+    "tasks": {
+        "SNP gene function": ["rougeL", "rouge1", "rouge2", "embedding"],
+        "sequence gene alias": ["alias_recall"],
+    },
+}
+
+
+def scorers_for(task: str, scoring: dict) -> list[str]:
+    """The task's scorers; the first is its primary one (the leaderboard, the paired
+    tests and the error analysis use it)."""
+    return list(scoring.get("tasks", {}).get(task) or scoring.get("default", []))
+
+
+class Scorers:
+    """The scorers one score job uses, each built once (the embedding model and the
+    judge load on first use)."""
+
+    def __init__(self, scoring: dict, judge_model: dict | None = None, model_cache=None):
+        self.scoring = scoring
+        self._built: dict[str, Scorer] = {}
+        self._judge_model = judge_model
+        self._model_cache = model_cache
+
+    def get(self, name: str) -> Scorer:
+        if name not in self._built:
+            self._built[name] = self._build(name)
+        return self._built[name]
+
+    def _build(self, name: str) -> Scorer:
+        if name in PLAIN_SCORERS:
+            return PLAIN_SCORERS[name]
+        if name == "embedding":
+            return EmbeddingScorer(self.scoring.get("embedding"))
+        if name == "judge":
+            if not self._judge_model:
+                raise ValueError("scorer 'judge' needs scoring.judge.model (a model in config)")
+            from .judge import JudgeScorer
+
+            return JudgeScorer(
+                self.scoring["judge"]["model"], self._judge_model, cache=self._model_cache
+            )
+        raise KeyError(f"unknown scorer {name!r}; available: {', '.join(SCORER_NAMES)}")
+
+    def for_task(self, task: str) -> list[tuple[str, Scorer]]:
+        return [(name, self.get(name)) for name in scorers_for(task, self.scoring)]
+
+    def identities(self) -> dict:
+        """What the model-based scorers used, for the report's provenance."""
+        return {n: s.identity() for n, s in self._built.items() if hasattr(s, "identity")}
 
 
 def get_scorer(name: str) -> Scorer:
     try:
-        return SCORERS[name]
+        return PLAIN_SCORERS[name]
     except KeyError:
-        raise KeyError(f"unknown scorer {name!r}; available: {', '.join(SCORERS)}") from None
+        raise KeyError(f"unknown scorer {name!r}; available: {', '.join(SCORER_NAMES)}") from None

@@ -52,7 +52,7 @@ def normalise(task: str, answer: str) -> str | list[str]:
     return text
 
 
-def genegpt_score(task: str, answer: str | None, gold) -> float | None:
+def genegpt_score(task: str, answer: str | None, gold, question: str = "") -> float | None:
     if task not in SCORED_TASKS:
         return None
     prediction = normalise(task, answer or "")

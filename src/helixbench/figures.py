@@ -1,0 +1,89 @@
+"""The report's figures, each saved as PNG and SVG with matplotlib (Agg: no screen).
+
+SVG is written with fonts as paths and a fixed hash salt and no date, so the same
+numbers give the same bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+FORMATS = ("png", "svg")
+FIGURES = ("leaderboard", "ablation")
+
+
+def _save(fig, out_dir: Path, name: str) -> None:
+    plt.rcParams["svg.hashsalt"] = "helixbench"
+    for fmt in FORMATS:
+        fig.savefig(
+            out_dir / f"{name}.{fmt}",
+            dpi=150,
+            bbox_inches="tight",
+            metadata={"Date": None} if fmt == "svg" else {"Software": None},
+        )
+    plt.close(fig)
+
+
+def _empty(message: str):
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=10)
+    return fig
+
+
+def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
+    """Macro score per run (upstream metric) with its 95% bootstrap interval."""
+    data = board.dropna(subset=["genegpt"])
+    if data.empty:
+        return _save(_empty("no run with a macro score"), out_dir, "leaderboard")
+    labels = [f"{r.run} ({r.benchmark})" for r in data.itertuples()]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(data) + 1.2))
+    y = range(len(data))
+    ax.barh(list(y), data.genegpt, color="#4c72b0")
+    ax.errorbar(
+        data.genegpt,
+        list(y),
+        xerr=[data.genegpt - data.ci_low, data.ci_high - data.genegpt],
+        fmt="none",
+        ecolor="black",
+        capsize=3,
+    )
+    ax.scatter(data.strict, list(y), marker="|", s=200, color="#dd8452", label="strict", zorder=3)
+    ax.set_yticks(list(y), labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("macro score (genegpt metric; bar: 95% bootstrap interval)")
+    ax.legend(loc="lower right", fontsize=8)
+    _save(fig, out_dir, "leaderboard")
+
+
+def ablation_figure(ablation: pd.DataFrame, out_dir: Path) -> None:
+    """GeneGPT's Figure 2: each mask's change against the full prompt, per task."""
+    if ablation.empty:
+        message = "no ablation: run a mask and the full prompt (111111) with the same model"
+        return _save(_empty(message), out_dir, "ablation")
+    table = ablation.assign(label=ablation["model"] + " " + ablation["mask"]).pivot_table(
+        index="label", columns="task", values="change", sort=False
+    )
+    if len(table) <= 6:
+        fig, ax = plt.subplots(figsize=(9, 4))
+        table.T.plot.bar(ax=ax, width=0.8)
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_ylabel("change against full (111111)")
+        ax.set_xlabel("")
+        ax.tick_params(axis="x", labelrotation=35)
+        for tick in ax.get_xticklabels():
+            tick.set_horizontalalignment("right")
+        ax.legend(title="model, mask", fontsize=8)
+    else:
+        fig, ax = plt.subplots(figsize=(9, 0.22 * len(table) + 2))
+        image = ax.imshow(table.values, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+        ax.set_yticks(range(len(table)), table.index, fontsize=7)
+        ax.set_xticks(range(len(table.columns)), table.columns, rotation=35, ha="right")
+        fig.colorbar(image, ax=ax, label="change against full (111111)")
+    _save(fig, out_dir, "ablation")

