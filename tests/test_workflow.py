@@ -6,6 +6,8 @@ import csv
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,6 +150,45 @@ def test_report_sections_from_the_replayed_runs(paper_run):
     assert {r["mask"] for r in ablation} == {"001001"} and len(ablation) == 9
     board = read_csv(report / "leaderboard.csv")
     assert board[0]["run"] == "codex / genegpt-slim"  # sorted by macro score
+
+
+@pytest.mark.workflow
+def test_rescoring_reruns_no_model(mirror, paper_run, tmp_path):
+    config = paper_config()
+    config["scoring"] = {"default": ["strict", "genegpt"]}
+    done = snakemake(paper_run, config, "--dry-run", mirror=mirror)
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = done.stdout + done.stderr
+    assert "score_run" in jobs and "report" in jobs
+    assert "run_shard" not in jobs and "recorded_snapshot" not in jobs
+
+
+@pytest.mark.workflow
+def test_compare_any_two_runs_from_the_command_line(mirror, paper_run):
+    config_file = paper_run / "paper.yaml"
+    config_file.write_text(yaml.safe_dump(paper_config()))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "helixbench",
+            "compare",
+            "--config",
+            str(config_file),
+            "--a",
+            "codex / genegpt-slim",
+            "--b",
+            "codex / genegpt-full",
+        ],
+        cwd=paper_run,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HELIXBENCH_MIRROR": str(mirror)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {line.split("\t")[0]: line.split("\t") for line in done.stdout.splitlines()[1:]}
+    assert rows["Protein-coding genes"][5:] == ["+0.2400", "0.0007"]
+    assert rows["Gene name conversion"][6] == "1.0000"  # identical answers: p = 1
 
 
 @pytest.mark.workflow

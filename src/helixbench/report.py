@@ -315,6 +315,20 @@ def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> 
         if not price:
             row["cost_usd"] = None
     table = pd.DataFrame(list(totals.values()), columns=COST_COLUMNS)
+    # Latency: mean seconds per model call, per tool call and per question.
+    calls = table.model_calls.where(table.model_calls > 0)
+    table["s_per_model_call"] = (table.model_s / calls).round(3)
+    tool_calls = {}
+    for task in plan.tasks:
+        key = (task.model, task.method)
+        tool_calls[key] = tool_calls.get(key, 0) + sum(
+            e["type"] == "tool" for r in records[task] for e in r["events"]
+        )
+    n_tools = pd.Series(
+        [tool_calls[(m, t)] for m, t in zip(table.model, table.method, strict=True)]
+    )
+    table["s_per_tool_call"] = (table.tool_s / n_tools.where(n_tools > 0)).round(3)
+    table["s_per_question"] = (table.wall_s / table.questions.where(table.questions > 0)).round(3)
     for column in ("model_s", "tool_s", "wall_s"):
         table[column] = table[column].round(1)
     table["cost_usd"] = table["cost_usd"].map(lambda v: None if v is None else round(v, 4))
@@ -780,7 +794,8 @@ Wrong answers typed automatically (E1-E4, O; rules in `helixbench.taxonomy`).
 ## Time, tokens and cost per run
 Token counts come from the model (the API's usage, or the local tokenizer); replayed
 runs have none. `reused_tokens`: prompt tokens a local model served from its
-key/value cache instead of encoding them. `cost_usd` prices the calls that reached
+key/value cache instead of encoding them. `s_per_*`: mean latency per model call,
+tool call and question. `cost_usd` prices the calls that reached
 the model (cache misses) with the config's `prices`; empty where no price is set.
 
 {costs.to_markdown(index=False, disable_numparse=True)}
