@@ -153,6 +153,27 @@ def test_report_sections_from_the_replayed_runs(paper_run):
 
 
 @pytest.mark.workflow
+def test_per_question_view_leaves_whole_runs_out_past_its_limit(mirror, paper_run, monkeypatch):
+    from helixbench import report
+    from helixbench.benchmarks import read_questions
+    from helixbench.html_report import question_items
+
+    monkeypatch.chdir(paper_run)
+    plan = build_plan(paper_config(), mirror)
+    records, scores = report.load_records(plan), report.load_scores(plan)
+    questions = {q.id: q for q in read_questions(Path(paths.QUESTIONS))}
+
+    def primary(task):
+        return report.primary_metric(plan, task)
+
+    items, left_out = question_items(plan, records, scores, questions, {}, primary, limit=500)
+    assert {i["run"] for i in items} == {"codex / genegpt-slim"} and len(items) == 450
+    assert left_out == ["codex / genegpt-full", "codex / genegpt-101110"]
+    statuses = {i["status"] for i in items}
+    assert statuses == {"right", "wrong"}
+
+
+@pytest.mark.workflow
 def test_rescoring_reruns_no_model(mirror, paper_run, tmp_path):
     config = paper_config()
     config["scoring"] = {"default": ["strict", "genegpt"]}

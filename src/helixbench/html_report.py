@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from .digests import sha256_text
 from .methods import create_method
+from .scoring import CORRECTNESS_SCORERS
 from .snapshots import Snapshot
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -51,18 +52,39 @@ def prompt_headers(plan) -> dict[str, str]:
     return headers
 
 
-def question_items(plan, records, scores, questions, labels, primary) -> list[dict]:
-    items = []
+# A sweep's every transcript would make a page no browser opens: past this many
+# questions, whole runs are left out of the per-question view (the page says which;
+# their records stay in results/runs/).
+MAX_QUESTIONS = 5000
+
+
+def question_items(
+    plan, records, scores, questions, labels, primary, limit: int = MAX_QUESTIONS
+) -> tuple[list[dict], list[str]]:
+    """The per-question view's entries, and the runs left out to keep within ``limit``."""
+    items, left_out = [], []
     score_of = {(r.run, r.question_id, r.metric): r.score for r in scores.itertuples(index=False)}
-    for task, of_task in records.items():
-        run = f"{task.model} / {task.method}"
+    for run_plan in plan.runs:
+        size = sum(len(records[t]) for t in run_plan.tasks)
+        if len(items) + size > limit:
+            left_out.append(run_plan.label)
+            continue
+        items += _run_items(run_plan, records, score_of, questions, labels, primary)
+    return items, left_out
+
+
+def _run_items(run_plan, records, score_of, questions, labels, primary) -> list[dict]:
+    items = []
+    for task in run_plan.tasks:
+        of_task = records[task]
+        run = run_plan.label
         metric = primary(task.task)
         for record in of_task:
             question = questions[record["question_id"]]
             score = score_of.get((run, question.id, metric))
             if (run, question.id) in labels:
                 status = "wrong"
-            elif metric in ("rougeL", "rouge1", "rouge2", "embedding"):
+            elif metric not in CORRECTNESS_SCORERS:
                 status = "graded"
             else:
                 status = "right" if score is not None and score >= 1 else "wrong"

@@ -20,7 +20,7 @@ from .digests import sha256_file
 from .paper import TABLE2_MODULES, TABLE3, published
 from .plan import Plan, RunTask, upstream_path
 from .records import read_records
-from .scoring import scorers_for
+from .scoring import CORRECTNESS_SCORERS, scorers_for
 from .scoring.genegpt import SCORED_TASKS
 from .stats import bootstrap_macro, bootstrap_mean, paired_test
 from .taxonomy import TYPES, agreement, classify
@@ -42,8 +42,6 @@ PACKAGES = (
     "matplotlib",
     "jinja2",
 )
-# Metrics whose score says right (1) or wrong (< 1): the error analysis uses them.
-CORRECTNESS_METRICS = {"genegpt", "strict", "alias_recall", "judge"}
 MAX_ALL_PAIRS = 8  # up to this many runs, every pair is tested; beyond, each against the first
 ROUND = 7  # decimals kept in scores.csv (the reference values are given to 7)
 
@@ -394,7 +392,7 @@ def error_types(
     rows, labels = [], {}
     for task in plan.tasks:
         metric = primary_metric(plan, task.task)
-        if metric not in CORRECTNESS_METRICS:
+        if metric not in CORRECTNESS_SCORERS:
             continue
         run = _run_label(task)
         score = _question_scores(scores, run, task.task, metric)
@@ -510,8 +508,19 @@ def _fmt(value) -> str:
     return "" if value is None or pd.isna(value) else f"{value:.2f}"
 
 
-def table2(plan: Plan, scores: pd.DataFrame, metric: str = "genegpt") -> pd.DataFrame:
-    """GeneTuring in the paper's layout: modules, tasks, module averages, overall average."""
+def table2(
+    plan: Plan, scores: pd.DataFrame, metric: str = "genegpt", intervals: bool = False
+) -> pd.DataFrame:
+    """GeneTuring in the paper's layout: modules, tasks, module averages, overall average;
+    with ``intervals``, each task and macro score carries its 95% bootstrap interval."""
+
+    def cell(hit) -> str:
+        if not hit:
+            return "n/a"
+        if intervals and not pd.isna(hit.ci_low):
+            return f"{_fmt(hit.score)} [{_fmt(hit.ci_low)}, {_fmt(hit.ci_high)}]"
+        return _fmt(hit.score)
+
     runs = list(dict.fromkeys(_run_label(t) for t in plan.tasks if t.benchmark == "geneturing"))
     # Any task of a run tells its recording and mask.
     by_run = {_run_label(t): t for t in plan.tasks if t.benchmark == "geneturing"}
@@ -523,7 +532,7 @@ def table2(plan: Plan, scores: pd.DataFrame, metric: str = "genegpt") -> pd.Data
             row = {"module": module, "task": task}
             for run in runs:
                 hit = lookup.get((run, task))
-                row[run] = _fmt(hit.score) if hit else "n/a"
+                row[run] = cell(hit)
                 row[f"{run} (paper)"] = _fmt(hit.paper) if hit else ""
             rows.append(row)
         row = {"module": module, "task": "Average"}
@@ -537,7 +546,7 @@ def table2(plan: Plan, scores: pd.DataFrame, metric: str = "genegpt") -> pd.Data
     row = {"module": "Overall", "task": "Macro average"}
     for run in runs:
         hit = lookup.get((run, "macro"))
-        row[run] = _fmt(hit.score) if hit else "n/a"
+        row[run] = cell(hit)
         row[f"{run} (paper)"] = _fmt(hit.paper) if hit else ""
     rows.append(row)
     return pd.DataFrame(rows)
@@ -664,7 +673,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         _markdown(
             plan,
             summary,
-            t2,
+            table2(plan, summary, intervals=True),
             t2_nodemo,
             hop,
             replay,
@@ -677,6 +686,9 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         )
     )
     replay_calls = int(replay.calls.sum()) if not replay.empty else 0
+    items, left_out = question_items(
+        plan, records, scores, questions, labels, lambda t: primary_metric(plan, t)
+    )
     write_html(
         out_dir / "index.html",
         {
@@ -686,9 +698,9 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
             "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
             "tables": {
                 "comparisons": html_table(comparisons),
-                "table2": html_table(t2),
+                "table2": html_table(table2(plan, summary, intervals=True)),
                 "table2_nodemo": html_table(t2_nodemo),
-                "table2_strict": html_table(table2(plan, summary, "strict")),
+                "table2_strict": html_table(table2(plan, summary, "strict", intervals=True)),
                 "ablation": html_table(ablation),
                 "genehop": html_table(hop),
                 "taxonomy": html_table(taxonomy),
@@ -699,12 +711,11 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
             "table4": table4,
             "replay_hits": int(replay.hits.sum()) if not replay.empty else 0,
             "replay_calls": replay_calls,
-            "runs": [r.label for r in plan.runs],
+            "runs": list(dict.fromkeys(q["run"] for q in items)),
+            "left_out": left_out,
             "task_names": list(dict.fromkeys(t.task for t in plan.tasks)),
             "headers": prompt_headers(plan),
-            "questions": question_items(
-                plan, records, scores, questions, labels, lambda t: primary_metric(plan, t)
-            ),
+            "questions": items,
         },
     )
 
@@ -762,6 +773,8 @@ config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full prov
 {notes or "- none"}
 
 ## GeneTuring (Table 2)
+Each score with its 95% bootstrap interval in brackets.
+
 {t2.to_markdown(index=False, disable_numparse=True)}
 
 ### GeneTuring without the demonstration items

@@ -30,6 +30,8 @@ PLAIN_SCORERS: dict[str, Scorer] = {
     **{name: rouge_scorer_for(name) for name in ROUGE_TYPES},
 }
 SCORER_NAMES = (*PLAIN_SCORERS, "embedding", "judge")
+# Scorers whose score says right (1) or wrong (below 1); the others grade a free text.
+CORRECTNESS_SCORERS = frozenset({"genegpt", "strict", "alias_recall", "judge"})
 
 # The default ``scoring`` section: upstream and strict scores wherever they apply,
 # and GeneHop's two hand-judged tasks scored as the paper judged them.
