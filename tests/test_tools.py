@@ -223,7 +223,9 @@ def test_blast_polls_by_rid_then_fetches_once_ready(tmp_path, server):
     polls = [r.at for r in received if r.query.get("FORMAT_OBJECT") == "SearchInfo"]
     assert len(polls) == 3  # WAITING, WAITING, READY
     assert polls[0] - put_at >= 1.0  # the first check waits for RTOE
-    assert all(b - a >= 0.2 - 0.01 for a, b in zip(polls, polls[1:], strict=False))
+    # The limiter spaces the sends by poll_interval_s (0.2 s); the server's clock sees
+    # arrivals, which a loaded machine may delay by some milliseconds each.
+    assert all(b - a >= 0.2 - 0.05 for a, b in zip(polls, polls[1:], strict=False))
     gets = [r for r in received if r.query.get("CMD") == "Get" and "FORMAT_OBJECT" not in r.query]
     assert len(gets) == 1 and gets[0].at >= polls[-1]
 
