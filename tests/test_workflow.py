@@ -160,7 +160,7 @@ def test_per_question_view_leaves_whole_runs_out_past_its_limit(mirror, paper_ru
 
     monkeypatch.chdir(paper_run)
     plan = build_plan(paper_config(), mirror)
-    records, scores = report.load_records(plan), report.load_scores(plan)
+    records, scores = report.load_records(plan), report.score_index(report.load_scores(plan))
     questions = {q.id: q for q in read_questions(Path(paths.QUESTIONS))}
 
     def primary(task):

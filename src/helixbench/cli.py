@@ -143,11 +143,11 @@ def _report(args) -> None:
 def _compare(args) -> None:
     from .fetch import resolve_mirror
     from .plan import build_plan
-    from .report import compare_runs, load_scores
+    from .report import compare_runs, load_scores, score_index
 
     config = _load_config(args)
     plan = build_plan(config, resolve_mirror(config.get("mirror")))
-    scores = load_scores(plan)
+    scores = score_index(load_scores(plan))
     labels = {r.label: r for r in plan.runs}
     for name in (args.a, args.b):
         if name not in labels:

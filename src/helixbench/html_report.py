@@ -61,19 +61,19 @@ MAX_QUESTIONS = 5000
 def question_items(
     plan, records, scores, questions, labels, primary, limit: int = MAX_QUESTIONS
 ) -> tuple[list[dict], list[str]]:
-    """The per-question view's entries, and the runs left out to keep within ``limit``."""
+    """The per-question view's entries, and the runs left out to keep within ``limit``.
+    ``scores``: :func:`helixbench.report.score_index`."""
     items, left_out = [], []
-    score_of = {(r.run, r.question_id, r.metric): r.score for r in scores.itertuples(index=False)}
     for run_plan in plan.runs:
         size = sum(len(records[t]) for t in run_plan.tasks)
         if len(items) + size > limit:
             left_out.append(run_plan.label)
             continue
-        items += _run_items(run_plan, records, score_of, questions, labels, primary)
+        items += _run_items(run_plan, records, scores, questions, labels, primary)
     return items, left_out
 
 
-def _run_items(run_plan, records, score_of, questions, labels, primary) -> list[dict]:
+def _run_items(run_plan, records, scores, questions, labels, primary) -> list[dict]:
     items = []
     for task in run_plan.tasks:
         of_task = records[task]
@@ -81,7 +81,7 @@ def _run_items(run_plan, records, score_of, questions, labels, primary) -> list[
         metric = primary(task.task)
         for record in of_task:
             question = questions[record["question_id"]]
-            score = score_of.get((run, question.id, metric))
+            score = scores.get((run, task.task, metric), {}).get(question.id)
             if (run, question.id) in labels:
                 status = "wrong"
             elif metric not in CORRECTNESS_SCORERS:

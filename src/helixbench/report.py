@@ -71,9 +71,17 @@ def primary_metric(plan: Plan, task: str) -> str:
     return scorers_for(task, plan.scoring)[0]
 
 
-def _question_scores(scores: pd.DataFrame, run: str, task: str, metric: str) -> dict[str, float]:
-    sel = scores[(scores.run == run) & (scores.task == task) & (scores.metric == metric)]
-    return dict(zip(sel.question_id, sel.score, strict=True))
+ScoreIndex = dict[tuple[str, str, str], dict[str, float]]
+
+
+def score_index(scores: pd.DataFrame) -> ScoreIndex:
+    """(run, task, metric) -> {question id: score}, built once: the paired tests, the
+    error types and the per-question view all look scores up this way."""
+    index: ScoreIndex = {}
+    columns = (scores.run, scores.task, scores.metric, scores.question_id, scores.score)
+    for run, task, metric, qid, score in zip(*columns, strict=True):
+        index.setdefault((run, task, metric), {})[qid] = score
+    return index
 
 
 COMPARISON_COLUMNS = [
@@ -90,7 +98,7 @@ COMPARISON_COLUMNS = [
 ]
 
 
-def comparison_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
+def comparison_table(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
     """Paired tests (sign-flip permutation over the shared questions) between runs,
     per task on its primary metric: every pair when there are few runs, else each
     run against the first. ``helixbench compare`` tests any other two."""
@@ -107,10 +115,10 @@ def comparison_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
-def compare_runs(plan: Plan, scores: pd.DataFrame, a: str, b: str, benchmark: str, task: str):
+def compare_runs(plan: Plan, scores: ScoreIndex, a: str, b: str, benchmark: str, task: str):
     metric = primary_metric(plan, task)
-    score_a = _question_scores(scores, a, task, metric)
-    score_b = _question_scores(scores, b, task, metric)
+    score_a = scores.get((a, task, metric), {})
+    score_b = scores.get((b, task, metric), {})
     shared = set(score_a) & set(score_b)
     if not shared:
         return []
@@ -150,13 +158,9 @@ SCORE_COLUMNS = [
 def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     """scores.csv: one row per (run, task, metric), plus macro rows (n = tasks averaged)."""
     rows = []
+    by_task = dict(list(scores.groupby(["model", "method", "benchmark", "task"], sort=False)))
     for task in plan.tasks:
-        ran = scores[
-            (scores.model == task.model)
-            & (scores.method == task.method)
-            & (scores.benchmark == task.benchmark)
-            & (scores.task == task.task)
-        ]
+        ran = by_task.get((task.model, task.method, task.benchmark, task.task), scores.iloc[:0])
         variants = {}
         for scorer, per_q in ran.groupby("metric", sort=True):
             variants[scorer] = per_q
@@ -384,7 +388,7 @@ TAXONOMY_COLUMNS = [
 
 
 def error_types(
-    plan: Plan, records: dict[RunTask, list[dict]], scores: pd.DataFrame, questions: dict
+    plan: Plan, records: dict[RunTask, list[dict]], scores: ScoreIndex, questions: dict
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
     """The error taxonomy (helixbench.taxonomy) per run and task, and each wrong
     answer's type by (run, question id). Tasks whose primary metric is graded (ROUGE,
@@ -395,7 +399,7 @@ def error_types(
         if metric not in CORRECTNESS_SCORERS:
             continue
         run = _run_label(task)
-        score = _question_scores(scores, run, task.task, metric)
+        score = scores.get((run, task.task, metric), {})
         row = dict.fromkeys(TAXONOMY_COLUMNS, 0) | {
             "model": task.model,
             "method": task.method,
@@ -655,9 +659,10 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     (out_dir / "table2.md").write_text(t2.to_markdown(index=False, disable_numparse=True) + "\n")
     hop = genehop_table(plan, summary)
     (out_dir / "genehop.md").write_text(hop.to_markdown(index=False, disable_numparse=True) + "\n")
-    comparisons = comparison_table(plan, scores)
+    index = score_index(scores)
+    comparisons = comparison_table(plan, index)
     comparisons.to_csv(out_dir / "comparisons.csv", index=False)
-    taxonomy, labels = error_types(plan, records, scores, questions)
+    taxonomy, labels = error_types(plan, records, index, questions)
     taxonomy.to_csv(out_dir / "taxonomy.csv", index=False)
     table4 = table4_agreement(plan, taxonomy)
     ablation = ablation_table(plan, summary)
@@ -687,7 +692,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     )
     replay_calls = int(replay.calls.sum()) if not replay.empty else 0
     items, left_out = question_items(
-        plan, records, scores, questions, labels, lambda t: primary_metric(plan, t)
+        plan, records, index, questions, labels, lambda t: primary_metric(plan, t)
     )
     write_html(
         out_dir / "index.html",
