@@ -289,9 +289,11 @@ def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> 
     price per million tokens; a model without a price has no cost (local, replay).
     """
     totals: dict[tuple[str, str], dict] = {}
+    tool_calls: dict[tuple[str, str], int] = {}
     for task in plan.tasks:
+        key = (task.model, task.method)
         row = totals.setdefault(
-            (task.model, task.method),
+            key,
             {c: 0 for c in COST_COLUMNS[2:]} | {"model": task.model, "method": task.method},
         )
         price = prices.get(task.model)
@@ -302,6 +304,7 @@ def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> 
                 data = event["data"]
                 if event["type"] == "tool":
                     row["tool_s"] += event.get("latency_s") or 0.0
+                    tool_calls[key] = tool_calls.get(key, 0) + 1
                     continue
                 row["model_calls"] += 1
                 row["model_s"] += event.get("latency_s") or 0.0
@@ -320,14 +323,8 @@ def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> 
     # Latency: mean seconds per model call, per tool call and per question.
     calls = table.model_calls.where(table.model_calls > 0)
     table["s_per_model_call"] = (table.model_s / calls).round(3)
-    tool_calls = {}
-    for task in plan.tasks:
-        key = (task.model, task.method)
-        tool_calls[key] = tool_calls.get(key, 0) + sum(
-            e["type"] == "tool" for r in records[task] for e in r["events"]
-        )
     n_tools = pd.Series(
-        [tool_calls[(m, t)] for m, t in zip(table.model, table.method, strict=True)]
+        [tool_calls.get((m, t), 0) for m, t in zip(table.model, table.method, strict=True)]
     )
     table["s_per_tool_call"] = (table.tool_s / n_tools.where(n_tools > 0)).round(3)
     table["s_per_question"] = (table.wall_s / table.questions.where(table.questions > 0)).round(3)
