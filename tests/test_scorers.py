@@ -133,7 +133,9 @@ def test_judge_grades_through_a_model_from_the_registry(tmp_path):
         }
         server.state.script.extend(["1", "0.5", "Grade: 0", "I cannot tell"])
         scoring = {"default": ["judge"], "judge": {"model": "judge"}}
-        judge = Scorers(scoring, spec, model_cache=tmp_path / "models.sqlite").get("judge")
+        judge = Scorers(scoring, {"judge": spec}, model_cache=tmp_path / "models.sqlite").get(
+            "judge"
+        )
         gold = "Predicted to be active in cytosol."
         grades = [
             judge("SNP gene function", answer, gold, "What is the function of ...?")

@@ -153,6 +153,45 @@ def test_report_sections_from_the_replayed_runs(paper_run):
 
 
 @pytest.mark.workflow
+def test_published_systems_on_one_leaderboard(mirror, tmp_path):
+    """config/examples/published.yaml: imported runs next to a replayed GeneGPT run."""
+    config = yaml.safe_load((REPO_ROOT / "config" / "examples" / "published.yaml").read_text())
+    # GeneGPT-full and the GeneHop replay are the paper run's; keep one replay here.
+    config["runs"] = [r for r in config["runs"] if r.get("method") in ("genegpt-slim", "imported")]
+    done = snakemake(tmp_path, config, mirror=mirror)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = tmp_path / "results" / "report"
+    board = read_csv(report / "leaderboard.csv")
+    geneturing = [r for r in board if r["benchmark"] == "geneturing"]
+    extracted = [float(r["extracted"]) for r in geneturing]
+    assert extracted == sorted(extracted, reverse=True) and len(geneturing) == 4
+    rows = {r["run"]: r for r in geneturing}
+    codex = rows["codex / genegpt-slim"]
+    assert codex["imported"] == "False" and codex["extracted"] == codex["genegpt"] == "0.829037"
+    assert codex["badly_formatted"] == "0"
+    qwen = rows["qwen2.5-32b-full / imported"]
+    assert qwen["imported"] == "True" and qwen["source"] == "openbiollm/pre_qwen32b"
+    assert float(qwen["extracted"]) > float(qwen["genegpt"]) and int(qwen["badly_formatted"]) > 0
+    imports = read_csv(report / "imports.csv")
+    assert len(imports) == 2 * (9 + 2) + 12  # sequence gene alias not mirrored for Qwen
+    assert all(r["matched"] == r["questions"] == "50" for r in imports)
+    markdown = (report / "report.md").read_text()
+    assert "## Imported runs" in markdown and "the source claims 0.839" in markdown
+    html = (report / "index.html").read_text()
+    assert 'id="imported-table"' in html and "imported: openbiollm/pre_qwen32b" in html
+    # Imported transcripts enter the error taxonomy like our own runs.
+    taxonomy = read_csv(report / "taxonomy.csv")
+    assert {"qwen2.5-32b-full", "gpt-4.1-tools"} <= {r["model"] for r in taxonomy}
+    formatting = sum(
+        int(r["F"])
+        for r in taxonomy
+        if r["model"] == "qwen2.5-32b-full" and r["benchmark"] == "geneturing"
+    )
+    assert formatting == int(qwen["badly_formatted"])  # typed F, not E1-E4
+    assert all(r["F"] == "0" for r in taxonomy if r["model"] == "codex")
+
+
+@pytest.mark.workflow
 def test_per_question_view_leaves_whole_runs_out_past_its_limit(mirror, paper_run, monkeypatch):
     from helixbench import report
     from helixbench.benchmarks import read_questions

@@ -16,16 +16,20 @@ from pathlib import Path
 def _fetch(args) -> None:
     from . import paths
     from .fetch import fetch, resolve_mirror
-    from .upstream import manifest
+    from .upstream import manifest, url_relpath
 
     rel = Path(args.output).relative_to(paths.UPSTREAM_DIR).as_posix()
     entry = manifest().get(rel)
-    if entry is None:
+    if entry is not None:
+        url, sha256 = entry.url, entry.sha256
+    elif args.url and args.sha256:  # pinned by the config (an imported source's file)
+        url, sha256 = args.url, args.sha256
+        if url_relpath(url) != rel:
+            raise SystemExit(f"error: {url} does not map onto {args.output}")
+    else:
         raise SystemExit(f"error: {args.output} is not a pinned upstream file")
-    digest = fetch(
-        entry.url, Path(args.output), entry.sha256, resolve_mirror(args.mirror), Path(args.lock)
-    )
-    logging.info("fetched %s (sha256 %s)", entry.url, digest)
+    digest = fetch(url, Path(args.output), sha256, resolve_mirror(args.mirror), Path(args.lock))
+    logging.info("fetched %s (sha256 %s)", url, digest)
 
 
 def _questions(args) -> None:
@@ -117,7 +121,7 @@ def _score(args) -> None:
         [Path(p) for p in args.shards],
         Path(args.out),
         json.loads(args.scoring),
-        judge_model=json.loads(args.judge_model) if args.judge_model else None,
+        scorer_models=json.loads(args.scorer_models) if args.scorer_models else None,
         model_cache=Path(args.model_cache) if args.model_cache else None,
     )
 
@@ -191,6 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("output")
     p.add_argument("--mirror", help="mirror directory (HELIXBENCH_MIRROR overrides)")
     p.add_argument("--lock", required=True, help="lock file for checksums not pinned upstream")
+    p.add_argument("--url", help="URL of a file the config pins (not in the manifest)")
+    p.add_argument("--sha256", help="its pinned sha256 (or 'unknown': taken into the lock file)")
     p.set_defaults(func=_fetch)
 
     p = sub.add_parser("questions", help="write the question table")
@@ -241,7 +247,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--spec", required=True)
     p.add_argument("--questions", required=True)
     p.add_argument("--scoring", required=True, help="the config's scoring section as JSON")
-    p.add_argument("--judge-model", help="the judge model's config entry as JSON")
+    p.add_argument(
+        "--scorer-models",
+        help="config entries (name -> spec, JSON) of the models the scorers ask (judge, extractor)",
+    )
     p.add_argument("--model-cache", help="SQLite response cache of the judge's calls")
     p.add_argument("--out", required=True)
     p.add_argument("shards", nargs="+")

@@ -37,27 +37,36 @@ def _empty(message: str):
 
 
 def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
-    """Macro score per run (upstream metric) with its 95% bootstrap interval."""
-    data = board.dropna(subset=["genegpt"])
+    """Macro score per run on extracted answers with its 95% bootstrap interval, and
+    the upstream (strict formatting) score beside it; imported runs hatched."""
+    data = board.dropna(subset=["extracted"])
     if data.empty:
         return _save(_empty("no run with a macro score"), out_dir, "leaderboard")
     labels = [f"{r.run} ({r.benchmark})" for r in data.itertuples()]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(data) + 1.2))
     y = range(len(data))
-    ax.barh(list(y), data.genegpt, color="#4c72b0")
-    ax.errorbar(
-        data.genegpt,
+    ax.barh(
         list(y),
-        xerr=[data.genegpt - data.ci_low, data.ci_high - data.genegpt],
+        data.extracted,
+        color="#4c72b0",
+        hatch=["//" if imported else "" for imported in data.imported],
+        edgecolor="white",
+    )
+    ax.errorbar(
+        data.extracted,
+        list(y),
+        xerr=[data.extracted - data.ci_low, data.ci_high - data.extracted],
         fmt="none",
         ecolor="black",
         capsize=3,
     )
-    ax.scatter(data.strict, list(y), marker="|", s=200, color="#dd8452", label="strict", zorder=3)
+    ax.scatter(
+        data.genegpt, list(y), marker="|", s=200, color="#dd8452", label="upstream", zorder=3
+    )
     ax.set_yticks(list(y), labels)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("macro score (genegpt metric; bar: 95% bootstrap interval)")
+    ax.set_xlabel("macro score on extracted answers (95% bootstrap interval; hatched: imported)")
     ax.legend(loc="lower right", fontsize=8)
     _save(fig, out_dir, "leaderboard")
 

@@ -29,6 +29,7 @@ REPORT_FILES = (
     "provenance.json",
     "index.html",
     "leaderboard.csv",
+    "imports.csv",
     "comparisons.csv",
     "taxonomy.csv",
     "ablation.csv",

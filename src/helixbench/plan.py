@@ -20,9 +20,10 @@ from . import paths
 from .benchmarks import BENCHMARK_FILES, slugify, tasks_of
 from .digests import sha256_json
 from .fetch import available
+from .imports import SourceError, claimed_files, resolve_source, task_file
 from .methods.genegpt import PRESETS, check_mask
 from .recordings import RECORDINGS, RecordedRun, recorded_runs, snapshot_run
-from .scoring import DEFAULT_SCORING
+from .scoring import DEFAULT_SCORING, MODEL_SCORERS
 from .tools.executor import ToolSettings
 from .upstream import UpstreamFile
 
@@ -40,6 +41,8 @@ def resolve_method(name: str, methods: dict) -> dict:
         spec = dict(methods[name])
     elif name in PRESETS:
         spec = {"kind": "genegpt", "mask": PRESETS[name]}
+    elif name == "imported":  # a published system's outputs (models with backend imported)
+        spec = {"kind": "imported"}
     elif match := MASK_METHOD.match(name):
         spec = {"kind": "genegpt", "mask": match.group(1)}
     else:
@@ -63,6 +66,12 @@ class RunTask:
     snapshot_path: str | None = None  # the demonstration snapshot the method's header uses
     seed_markers: tuple[str, ...] = ()  # tool-cache seeds the run's tool calls may read
     sample: int | None = None  # questions per task (a fixed pseudo-random choice); None: all
+    imported: UpstreamFile | None = None  # an imported source's file holding this task
+    imported_format: str | None = None
+
+    @property
+    def imported_path(self) -> str | None:
+        return upstream_path(self.imported) if self.imported else None
 
     @property
     def task_slug(self) -> str:
@@ -85,6 +94,10 @@ class RunTask:
             "recording_url": self.recorded.file.url if self.recorded else None,
             "recording_sha256": self.recorded.file.sha256 if self.recorded else None,
             "snapshot": self.snapshot_path,
+            "imported": self.imported_path,
+            "imported_url": self.imported.url if self.imported else None,
+            "imported_sha256": self.imported.sha256 if self.imported else None,
+            "imported_format": self.imported_format,
         }
 
 
@@ -138,6 +151,14 @@ class Run:
     @property
     def recording_paths(self) -> list[str]:
         return list(dict.fromkeys(t.recording_path for t in self.tasks if t.recording_path))
+
+    @property
+    def imported_paths(self) -> list[str]:
+        return list(dict.fromkeys(t.imported_path for t in self.tasks if t.imported_path))
+
+    @property
+    def imported(self) -> bool:
+        return self.model_spec["backend"] == "imported"
 
     @property
     def snapshot_paths(self) -> list[str]:
@@ -201,6 +222,8 @@ class Plan:
     seeds: dict = field(default_factory=dict)  # seed marker path -> (recording, [RecordedRun])
     tools: dict = field(default_factory=dict)  # the config's tools settings (mode unresolved)
     scoring: dict = field(default_factory=dict)  # the scoring section, defaults filled in
+    sources: dict = field(default_factory=dict)  # imported model -> its resolved source
+    claims: dict = field(default_factory=dict)  # imported model -> {benchmark: claim file}
 
     def __post_init__(self):
         grouped: dict[tuple[str, str], list[RunTask]] = {}
@@ -230,7 +253,13 @@ class Plan:
         files = list(BENCHMARK_FILES.values())
         files += [t.recorded.file for t in self.tasks if t.recorded is not None]
         files += [r.file for r in self.snapshot_runs]
+        files += [t.imported for t in self.tasks if t.imported is not None]
+        files += [f for claims in self.claims.values() for f in claims.values()]
         return list(dict.fromkeys(files))
+
+    def pinned(self, relpath: str) -> UpstreamFile | None:
+        """The planned upstream file at ``relpath`` (pinned by the manifest or the config)."""
+        return {f.relpath: f for f in self.upstream_files()}.get(relpath)
 
     def endpoints(self) -> dict[str, int]:
         """Resource name -> concurrent jobs allowed, for every model server in the plan."""
@@ -265,6 +294,7 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
     }
     seeds = _seeds(seed_config, mirror)
     tasks, notes, snapshot_runs = [], [], []
+    sources = {}
     seen = set()
     for where, run in expand_runs(config.get("runs", [])):
         if run["model"] not in models:
@@ -284,13 +314,26 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
             raise ConfigError(f"{where}: run {run['model']} x {run['method']} is listed twice")
         seen.add((run["model"], run["method"]))
         model_spec = models[run["model"]]
-        replay = model_spec["backend"] == "replay"
+        # Replayed and imported runs call no tool: their replies are recorded.
+        replay = model_spec["backend"] in ("replay", "imported")
         mode = run.get("tools") or ("replay" if replay else tools_config.get("mode", "offline"))
+        if (model_spec["backend"] == "imported") != (method_spec["kind"] == "imported"):
+            raise ConfigError(
+                f"{where}: an imported model takes the method 'imported' (a method of kind "
+                f"imported), and only it does ({run['model']} x {run['method']})"
+            )
+        if model_spec["backend"] == "imported" and run["model"] not in sources:
+            try:
+                sources[run["model"]] = resolve_source(
+                    model_spec["source"], f"models.{run['model']}.source"
+                )
+            except SourceError as exc:
+                raise ConfigError(str(exc)) from None
         tools = {"mode": mode}  # the rest of ``tools`` shapes no result: jobs get it apart
         shards = run.get("shards", config.get("shards", 1))
         for benchmark in run.get("benchmarks", config.get("benchmarks", [])):
             new, new_notes = _run_tasks(
-                run, model_spec, method_spec, benchmark, shards, mirror, where
+                run, model_spec, method_spec, benchmark, shards, mirror, where, sources
             )
             if run.get("tasks"):  # a run restricted to some tasks (by name or slug)
                 wanted = set(run["tasks"])
@@ -309,7 +352,14 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
                 )
             notes += new_notes
     scoring = resolve_scoring(config)
-    return Plan(tasks, notes, snapshot_runs, live_snapshots, seeds, tools_config, scoring)
+    # The files stating a source's own score (the report quotes them where mirrored).
+    claims = {
+        model: {b: f for b, f in claimed_files(source).items() if available(f.url, mirror)}
+        for model, source in sources.items()
+    }
+    return Plan(
+        tasks, notes, snapshot_runs, live_snapshots, seeds, tools_config, scoring, sources, claims
+    )
 
 
 def resolve_scoring(config: dict) -> dict:
@@ -317,14 +367,15 @@ def resolve_scoring(config: dict) -> dict:
     given = config.get("scoring", {})
     scoring = {**DEFAULT_SCORING, **given}
     scoring["tasks"] = {**DEFAULT_SCORING["tasks"], **given.get("tasks", {})}
-    uses_judge = "judge" in scoring["default"] or any(
-        "judge" in names for names in scoring["tasks"].values()
-    )
-    judge = scoring.get("judge", {}).get("model")
-    if uses_judge and not judge:
-        raise ConfigError("scoring: the 'judge' scorer needs scoring.judge.model")
-    if judge and judge not in config.get("models", {}):
-        raise ConfigError(f"scoring.judge.model: unknown model {judge!r}")
+    for scorer, key in MODEL_SCORERS.items():
+        used = scorer in scoring["default"] or any(
+            scorer in names for names in scoring["tasks"].values()
+        )
+        model = scoring.get(key, {}).get("model")
+        if used and not model:
+            raise ConfigError(f"scoring: the {scorer!r} scorer needs scoring.{key}.model")
+        if model and model not in config.get("models", {}):
+            raise ConfigError(f"scoring.{key}.model: unknown model {model!r}")
     return scoring
 
 
@@ -402,8 +453,10 @@ def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | No
     )
 
 
-def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where):
+def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where, sources):
     base = {"model": run["model"], "method": run["method"], "benchmark": benchmark}
+    if model_spec["backend"] == "imported":
+        return _imported_tasks(run, model_spec, method_spec, benchmark, shards, mirror, sources)
     if model_spec["backend"] != "replay":  # a live model runs every task of the benchmark
         tasks = [
             RunTask(run["model"], run["method"], benchmark, task, shards, model_spec, method_spec)
@@ -420,32 +473,10 @@ def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where):
         raise ConfigError(f"{where}: a replayed {recording} run needs a genegpt method")
     mask = method_spec["mask"]
     recorded = {r.task: r for r in recorded_runs(recording, benchmark, mask)}
-    tasks, notes, unrecorded = [], [], []
-    for task in tasks_of(benchmark):
-        if task not in recorded:
-            unrecorded.append(task)
-        elif not available(recorded[task].file.url, mirror):
-            notes.append(
-                {
-                    **base,
-                    "level": "warning",
-                    "message": f"{task}: recorded upstream ({recorded[task].file.url}) but the "
-                    f"mirror {mirror} lacks it; left out of this report",
-                }
-            )
-        else:
-            tasks.append(
-                RunTask(
-                    run["model"],
-                    run["method"],
-                    benchmark,
-                    task,
-                    shards,
-                    model_spec,
-                    method_spec,
-                    recorded[task],
-                )
-            )
+    files = {task: (r.file, {"recorded": r}) for task, r in recorded.items()}
+    tasks, notes, unrecorded = _tasks_from_files(
+        run, model_spec, method_spec, benchmark, shards, mirror, files, "recorded upstream"
+    )
     if unrecorded:
         notes.append(
             {
@@ -461,3 +492,67 @@ def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where):
 def config_hash(config: dict) -> str:
     """sha256 of the config as it shapes results (the mirror location does not)."""
     return sha256_json({k: v for k, v in config.items() if k != "mirror"})
+
+
+def _imported_tasks(run, model_spec, method_spec, benchmark, shards, mirror, sources):
+    """An imported run covers the tasks its source has a pinned file for; a task it
+    lacks, or whose file the mirror lacks, is left out with a note."""
+    source = sources[run["model"]]
+    files = {}
+    for task in tasks_of(benchmark):
+        file = task_file(source, benchmark, task)
+        if file is not None:
+            files[task] = (file, {"imported": file, "imported_format": source["format"]})
+    origin = f"published in {source['name']}"
+    tasks, notes, absent = _tasks_from_files(
+        run, model_spec, method_spec, benchmark, shards, mirror, files, origin
+    )
+    if absent:
+        notes.append(
+            {
+                "model": run["model"],
+                "method": run["method"],
+                "benchmark": benchmark,
+                "level": "note",
+                "message": f"{source['name']} has no pinned output for " + ", ".join(absent),
+            }
+        )
+    return tasks, notes
+
+
+def _tasks_from_files(run, model_spec, method_spec, benchmark, shards, mirror, files, origin):
+    """The tasks of a run answered from pinned files (replayed or imported).
+
+    ``files``: task -> (its file, the RunTask fields naming it). Returns the tasks,
+    a warning for each file the mirror lacks, and the tasks without a file.
+    """
+    base = {"model": run["model"], "method": run["method"], "benchmark": benchmark}
+    tasks, notes, absent = [], [], []
+    for task in tasks_of(benchmark):
+        if task not in files:
+            absent.append(task)
+            continue
+        file, fields = files[task]
+        if not available(file.url, mirror):
+            notes.append(
+                {
+                    **base,
+                    "level": "warning",
+                    "message": f"{task}: {origin} ({file.url}) but the mirror {mirror} "
+                    "lacks it; left out of this report",
+                }
+            )
+        else:
+            tasks.append(
+                RunTask(
+                    run["model"],
+                    run["method"],
+                    benchmark,
+                    task,
+                    shards,
+                    model_spec,
+                    method_spec,
+                    **fields,
+                )
+            )
+    return tasks, notes, absent

@@ -17,13 +17,14 @@ import pandas as pd
 from . import __version__, paths
 from .benchmarks import GENETURING_MODULES, read_questions, tasks_of
 from .digests import sha256_file
+from .imports import claimed_score, coverage, load_items
 from .paper import TABLE2_MODULES, TABLE3, published
 from .plan import Plan, RunTask, upstream_path
 from .records import read_records
 from .scoring import CORRECTNESS_SCORERS, scorers_for
 from .scoring.genegpt import SCORED_TASKS
 from .stats import bootstrap_macro, bootstrap_mean, paired_test
-from .taxonomy import TYPES, agreement, classify
+from .taxonomy import FORMAT_ERROR, TYPES, agreement, classify
 
 PACKAGES = (
     "snakemake",
@@ -378,6 +379,7 @@ TAXONOMY_COLUMNS = [
     "questions",
     "wrong",
     *TYPES,
+    FORMAT_ERROR,
     "lengthError",
     "numError",
     "offline_misses",
@@ -389,7 +391,8 @@ def error_types(
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
     """The error taxonomy (helixbench.taxonomy) per run and task, and each wrong
     answer's type by (run, question id). Tasks whose primary metric is graded (ROUGE,
-    embedding) have no right/wrong and are left out."""
+    embedding) have no right/wrong and are left out. An answer wrong as given but
+    right once extracted is typed ``F`` (a formatting error) before the rules run."""
     rows, labels = [], {}
     for task in plan.tasks:
         metric = primary_metric(plan, task.task)
@@ -397,6 +400,7 @@ def error_types(
             continue
         run = _run_label(task)
         score = scores.get((run, task.task, metric), {})
+        extracted = scores.get((run, task.task, "extracted"), {})
         row = dict.fromkeys(TAXONOMY_COLUMNS, 0) | {
             "model": task.model,
             "method": task.method,
@@ -416,7 +420,10 @@ def error_types(
             )
             if qid not in score or score[qid] >= 1:
                 continue
-            kind = classify(task.task, record, questions[qid].gold)
+            if extracted.get(qid, 0) >= 1:
+                kind = FORMAT_ERROR
+            else:
+                kind = classify(task.task, record, questions[qid].gold)
             labels[(run, qid)] = kind
             row["wrong"] += 1
             row[kind] += 1
@@ -477,9 +484,37 @@ def ablation_table(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def leaderboard(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per run and benchmark: the macro score on the primary metrics, with its
-    interval, and the strict macro beside it."""
+LEADERBOARD_COLUMNS = [
+    "run",
+    "benchmark",
+    "model",
+    "imported",
+    "extracted",
+    "ci_low",
+    "ci_high",
+    "genegpt",
+    "strict",
+    "badly_formatted",
+    "answers",
+    "tasks",
+    "source",
+]
+
+
+def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per run and benchmark, best first: the macro score on extracted answers
+    with its interval, upstream's strict scorer (``genegpt``) and ours (``strict``)
+    beside it, and how many answers were right only once extracted (right but badly
+    formatted). Imported runs are marked and name their source."""
+    pairs = scores[scores.metric.isin(["genegpt", "extracted"])].pivot_table(
+        index=["run", "benchmark", "question_id"], columns="metric", values="score"
+    )
+    if {"genegpt", "extracted"} <= set(pairs.columns):
+        reformatted = (pairs.extracted >= 1) & (pairs.genegpt < 1)
+        badly = reformatted.groupby(level=["run", "benchmark"]).sum()
+        answers = pairs.genegpt.groupby(level=["run", "benchmark"]).size()
+    else:
+        badly = answers = pd.Series(dtype=int)
     rows = []
     for run in plan.runs:
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
@@ -489,20 +524,106 @@ def leaderboard(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
                 & (summary.benchmark == benchmark)
                 & (summary.task == "macro")
             ]
-            row = {"run": run.label, "benchmark": benchmark, "model": run.model}
-            for metric in ("genegpt", "strict"):
+            source = plan.sources.get(run.model)
+            row = {
+                "run": run.label,
+                "benchmark": benchmark,
+                "model": run.model,
+                "imported": run.imported,
+                "source": source["name"] if source else None,
+                "badly_formatted": int(badly.get((run.label, benchmark), 0)),
+                "answers": int(answers.get((run.label, benchmark), 0)),
+            }
+            for metric in ("extracted", "genegpt", "strict"):
                 hit = sel[sel.metric == metric]
                 row[metric] = float(hit.score.iloc[0]) if not hit.empty else None
-                if metric == "genegpt":
+                if metric == "extracted":
                     row["ci_low"] = float(hit.ci_low.iloc[0]) if not hit.empty else None
                     row["ci_high"] = float(hit.ci_high.iloc[0]) if not hit.empty else None
                     row["tasks"] = int(hit.n.iloc[0]) if not hit.empty else 0
             rows.append(row)
-    table = pd.DataFrame(
-        rows,
-        columns=["run", "benchmark", "model", "genegpt", "ci_low", "ci_high", "strict", "tasks"],
+    table = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
+    return table.sort_values(
+        ["benchmark", "extracted", "genegpt"], ascending=[False, False, False], na_position="last"
     )
-    return table.sort_values(["benchmark", "genegpt"], ascending=[False, False], na_position="last")
+
+
+IMPORT_COLUMNS = [
+    "run",
+    "benchmark",
+    "task",
+    "source",
+    "file",
+    "sha256",
+    "questions",
+    "source_items",
+    "matched",
+    "missing",
+    "unmatched",
+    "duplicates",
+]
+
+
+def import_table(plan: Plan, questions: dict) -> pd.DataFrame:
+    """Per imported run and task: how the source's items matched our questions
+    (verbatim); ``missing`` ones are scored as misses, ``unmatched`` ones (not our
+    questions) are left out, and both are counted here."""
+    texts: dict[tuple[str, str], list[str]] = {}
+    for q in questions.values():
+        texts.setdefault((q.benchmark, q.task), []).append(q.text)
+    rows = []
+    for task in plan.tasks:
+        if task.imported is None:
+            continue
+        items, duplicates = load_items(Path(task.imported_path), task.imported_format, task.task)
+        rows.append(
+            {
+                "run": _run_label(task),
+                "benchmark": task.benchmark,
+                "task": task.task,
+                "source": plan.sources[task.model]["name"],
+                "file": task.imported.url,
+                "sha256": task.imported.sha256,
+                **coverage(items, texts.get((task.benchmark, task.task), []), duplicates),
+            }
+        )
+    return pd.DataFrame(rows, columns=IMPORT_COLUMNS)
+
+
+def imported_runs(plan: Plan, board: pd.DataFrame) -> list[dict]:
+    """Each imported run's provenance, its scores under our rules and the score its
+    source claims for itself (read from the source's own file where it states one)."""
+    out = []
+    for run in plan.runs:
+        if not run.imported:
+            continue
+        source = plan.sources[run.model]
+        for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
+            claim_file = plan.claims.get(run.model, {}).get(benchmark)
+            claim = claimed_score(
+                source, benchmark, Path(upstream_path(claim_file)) if claim_file else None
+            )
+            ours = board[(board.run == run.label) & (board.benchmark == benchmark)]
+            row = ours.iloc[0] if not ours.empty else {}
+            out.append(
+                {
+                    "run": run.label,
+                    "benchmark": benchmark,
+                    "source": source["name"],
+                    "repo": source["repo"],
+                    "commit": source["commit"],
+                    "model": source.get("model"),
+                    "prompt": source.get("prompt"),
+                    "evaluator": source.get("evaluator"),
+                    "cite": source.get("cite"),
+                    "claimed": claim["score"] if claim else None,
+                    "claimed_where": claim["where"] if claim else None,
+                    "extracted": row.get("extracted"),
+                    "genegpt": row.get("genegpt"),
+                    "badly_formatted": row.get("badly_formatted"),
+                }
+            )
+    return out
 
 
 def _fmt(value) -> str:
@@ -664,29 +785,31 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     table4 = table4_agreement(plan, taxonomy)
     ablation = ablation_table(plan, summary)
     ablation.to_csv(out_dir / "ablation.csv", index=False)
-    board = leaderboard(plan, summary)
+    board = leaderboard(plan, summary, scores)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
+    imports = import_table(plan, questions)
+    imports.to_csv(out_dir / "imports.csv", index=False)
+    imported = imported_runs(plan, board)
     leaderboard_figure(board, out_dir)
     ablation_figure(ablation, out_dir)
     prov = provenance(plan, records, config, config_digest)
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     t2_nodemo = table2(plan, summary, "genegpt_excl_demos")
-    (out_dir / "report.md").write_text(
-        _markdown(
-            plan,
-            summary,
-            table2(plan, summary, intervals=True),
-            t2_nodemo,
-            hop,
-            replay,
-            errors,
-            costs,
-            prov,
-            comparisons,
-            taxonomy,
-            table4,
-        )
-    )
+    tables = {
+        "t2": table2(plan, summary, intervals=True),
+        "t2_nodemo": t2_nodemo,
+        "hop": hop,
+        "replay": replay,
+        "errors": errors,
+        "costs": costs,
+        "comparisons": comparisons,
+        "taxonomy": taxonomy,
+        "table4": table4,
+        "board": board,
+        "imports": imports,
+        "imported": imported,
+    }
+    (out_dir / "report.md").write_text(_markdown(plan, prov, tables))
     replay_calls = int(replay.calls.sum()) if not replay.empty else 0
     items, left_out = question_items(
         plan, records, index, questions, labels, lambda t: primary_metric(plan, t)
@@ -697,6 +820,8 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
             "prov": prov,
             "notes": plan.notes,
             "leaderboard": board.to_dict("records"),
+            "imported": imported,
+            "imports": html_table(imports),
             "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
             "tables": {
                 "comparisons": html_table(comparisons),
@@ -725,9 +850,40 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
 FIGURE_NAMES = ("leaderboard", "ablation")
 
 
-def _markdown(
-    plan, summary, t2, t2_nodemo, hop, replay, errors, costs, prov, comparisons, taxonomy, table4
-) -> str:
+def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
+    if not imported:
+        return "None in this config."
+    lines = []
+    for r in imported:
+        claim = (
+            f"the source claims {r['claimed']:.3f} ({r['claimed_where']}"
+            + (f"; scored by {r['evaluator']}" if r["evaluator"] else "")
+            + ")"
+            if r["claimed"] is not None
+            else "the pinned files state no score of the source's own"
+        )
+        lines.append(
+            f"- **{r['run']}** ({r['benchmark']}): {r['model']}, {r['prompt']}. Source: "
+            f"{r['cite']} at commit `{r['commit'][:12]}` ({r['source']}). Under our rules: "
+            f"extracted {_fmt(r['extracted'])}, upstream {_fmt(r['genegpt'])}; {claim}."
+        )
+    coverage_text = imports.groupby(["run", "benchmark"], sort=False)[
+        ["questions", "matched", "missing", "unmatched", "duplicates"]
+    ].sum()
+    return (
+        "\n".join(lines)
+        + "\n\nQuestions matched verbatim (golds always ours; `missing`: ours the source "
+        "does not answer, scored as misses; `unmatched`: the source's questions that are "
+        "not ours, left out). Per task in `imports.csv`.\n\n"
+        + coverage_text.reset_index().to_markdown(index=False)
+    )
+
+
+def _markdown(plan: Plan, prov: dict, tables: dict) -> str:
+    """report.md: the report's tables as text; ``tables`` holds them by name."""
+    t2, t2_nodemo, hop, replay = tables["t2"], tables["t2_nodemo"], tables["hop"], tables["replay"]
+    errors, costs, comparisons = tables["errors"], tables["costs"], tables["comparisons"]
+    taxonomy, table4, board = tables["taxonomy"], tables["table4"], tables["board"]
     if table4:
         agreement_text = (
             f"For {table4['run']}: {table4['matched']} of the paper's {table4['stated']} typed "
@@ -745,6 +901,12 @@ def _markdown(
     replay_summary["hit rate"] = (replay_summary.hits / replay_summary.calls).map(
         lambda v: f"{v:.1%}"
     )
+    intervals = zip(board.ci_low, board.ci_high, strict=True)
+    board_text = board.assign(
+        interval=[f"[{_fmt(lo)}, {_fmt(hi)}]" for lo, hi in intervals],
+        **{m: board[m].map(_fmt) for m in ("extracted", "genegpt", "strict")},
+    )[["run", "benchmark", "imported", "extracted", "interval", "genegpt", "strict",
+       "badly_formatted", "answers", "tasks"]]  # fmt: skip
     notes = "\n".join(
         f"- **{n['level']}** ({n['model']} / {n['method']}, {n['benchmark']}): {n['message']}"
         for n in plan.notes
@@ -774,6 +936,18 @@ config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full prov
 ## Notes and warnings
 {notes or "- none"}
 
+## Leaderboard
+Macro score over each benchmark's automatically scored tasks on answers extracted
+from wordy final texts (`extracted`, rules in `helixbench.scoring.extract`; 95%
+bootstrap interval), best first; GeneGPT's upstream scorer (`genegpt`) and our
+`strict` one beside it. `badly_formatted`: answers right once extracted but not as
+given. Imported runs are published outputs of other systems, re-scored here.
+
+{board_text.to_markdown(index=False, disable_numparse=True, floatfmt=".3f")}
+
+## Imported runs
+{_imported_markdown(tables["imported"], tables["imports"])}
+
 ## GeneTuring (Table 2)
 Each score with its 95% bootstrap interval in brackets.
 
@@ -797,7 +971,8 @@ Per task on its primary metric, over shared questions: sign-flip permutation tes
 {comparisons.to_markdown(index=False, disable_numparse=True) if not comparisons.empty else "none"}
 
 ## Error types (Table 4)
-Wrong answers typed automatically (E1-E4, O; rules in `helixbench.taxonomy`).
+Wrong answers typed automatically (E1-E4, O; rules in `helixbench.taxonomy`); F:
+right once extracted from a wordy final text, wrong only as formatted.
 
 {taxonomy.to_markdown(index=False, disable_numparse=True) if not taxonomy.empty else "none"}
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .benchmarks import Question, read_questions
 from .digests import sha256_json, sha256_text
+from .imports import load_items
 from .methods import create_method
 from .models import create_model
 from .recordings import load_recording
@@ -71,25 +72,31 @@ class _TaskSetup:
 
 
 def _task_setup(spec, task, questions, shared_model) -> _TaskSetup:
-    recorded = load_recording(Path(task["recording"])) if task.get("recording") else []
     model = shared_model
-    if model is None:  # replay: each task answers from its own recorded file
-        source = {"url": task["recording_url"], "sha256": task["recording_sha256"]}
-        model = create_model(spec["model_spec"], recorded=recorded, recording_source=source)
-    snap = Snapshot.load(Path(task["snapshot"]))
-    method = create_method(spec["method_spec"], snap)
-    tools = create_toolbox(
-        tool_settings(spec["tools"]["mode"]), recorded, {q.text: q.id for q in questions}
-    )
+    if task.get("imported"):  # a published system's answers: read, no model or tools
+        items, _ = load_items(Path(task["imported"]), task["imported_format"], task["task"])
+        method, tools, snap = create_method(spec["method_spec"], imported=items), None, None
+    else:
+        recorded = load_recording(Path(task["recording"])) if task.get("recording") else []
+        if model is None:  # replay: each task answers from its own recorded file
+            source = {"url": task["recording_url"], "sha256": task["recording_sha256"]}
+            model = create_model(spec["model_spec"], recorded=recorded, recording_source=source)
+        snap = Snapshot.load(Path(task["snapshot"]))
+        method = create_method(spec["method_spec"], snap)
+        tools = create_toolbox(
+            tool_settings(spec["tools"]["mode"]), recorded, {q.text: q.id for q in questions}
+        )
     run_info = {
         "model": spec["model"],
         "method": spec["method"],
         "benchmark": task["benchmark"],
         "task": task["task"],
-        "snapshot_id": snap.id,
+        "snapshot_id": snap.id if snap else None,
         "tools_mode": spec["tools"]["mode"],
         "model_identity": model.identity(),
     }
+    if task.get("imported"):
+        run_info["imported_from"] = {"url": task["imported_url"], "sha256": task["imported_sha256"]}
     header_sha256 = sha256_text(getattr(method, "header", ""))
     return _TaskSetup(run_info, method, model, tools, header_sha256)
 
@@ -148,13 +155,13 @@ def score_run(
     shard_paths: list[Path],
     output: Path,
     scoring: dict,
-    judge_model: dict | None = None,
+    scorer_models: dict | None = None,
     model_cache: Path | None = None,
 ) -> None:
     """Per-question scores of one run, one JSON line per (question, metric); the
     scorers of each task come from ``scoring`` (the config's section)."""
     questions = {q.id: q for q in read_questions(questions_path)}
-    scorers = Scorers(scoring, judge_model, model_cache)
+    scorers = Scorers(scoring, scorer_models, model_cache)
     rows = []
     for path in shard_paths:
         for record in read_records(path):

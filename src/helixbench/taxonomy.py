@@ -29,6 +29,9 @@ from urllib.parse import parse_qs, urlsplit
 from .scoring.genegpt import SPECIES
 
 TYPES = ("E1", "E2", "E3", "E4", "O")
+# Not one of the paper's types: right once extracted from a wordy final text
+# (helixbench.scoring.extract), wrong only as upstream's scorer reads it.
+FORMAT_ERROR = "F"
 
 # The database each task needs (E-utils db= or BLAST); GeneHop tasks: the first hop.
 NEEDED_DB = {

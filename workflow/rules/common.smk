@@ -19,6 +19,9 @@ from helixbench.fetch import FetchError, resolve_mirror
 from helixbench.plan import ConfigError, build_plan, upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.tools.executor import ToolSettings
+from helixbench.upstream import manifest
+
+UPSTREAM_MANIFEST = manifest()
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -101,6 +104,15 @@ def get_mirror_arg():
     return f"--mirror {MIRROR}" if MIRROR else ""
 
 
+def get_pin_args(wildcards):
+    """A file the config pins (an imported source's file outside the manifest): its URL
+    and sha256 for the fetch command; nothing for a file of the manifest."""
+    file = PLAN.pinned(wildcards.relpath)
+    if file is None or file.relpath in UPSTREAM_MANIFEST:
+        return ""
+    return f"--url {shlex.quote(file.url)} --sha256 {file.sha256}"
+
+
 def get_benchmark_files():
     return [upstream_path(f) for f in BENCHMARK_FILES.values()]
 
@@ -118,6 +130,7 @@ def get_run_inputs(wildcards):
     return {
         "questions": paths.QUESTIONS,
         "recordings": run.recording_paths,
+        "imported": run.imported_paths,
         "snapshots": run.snapshot_paths,
         "seeds": list(run.seed_markers),
         "model_dir": run.model_dir or [],
@@ -140,12 +153,13 @@ def get_seed_files(wildcards):
     return [upstream_path(r.file) for r in get_seed_runs(wildcards)]
 
 
-def get_judge_arg():
-    judge = PLAN.scoring.get("judge", {}).get("model")
-    if not judge:
+def get_scorer_models_arg():
+    """The config entries of the models the scorers ask (judge, extractor), as JSON."""
+    names = [PLAN.scoring.get(key, {}).get("model") for key in ("judge", "extractor")]
+    models = {name: config["models"][name] for name in names if name}
+    if not models:
         return ""
-    spec = json.dumps(config["models"][judge], sort_keys=True)
-    return f"--judge-model {shlex.quote(spec)}"
+    return f"--scorer-models {shlex.quote(json.dumps(models, sort_keys=True))}"
 
 
 def get_model_cache():

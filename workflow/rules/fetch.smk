@@ -13,8 +13,10 @@ rule fetch_upstream:
     params:
         mirror=get_mirror_arg(),
         lock=paths.UPSTREAM_LOCK,
+        pin=get_pin_args,
     shell:
-        "python -m helixbench fetch {output:q} {params.mirror} --lock {params.lock:q} > {log:q} 2>&1"
+        "python -m helixbench fetch {output:q} {params.mirror} {params.pin}"
+        " --lock {params.lock:q} > {log:q} 2>&1"
 
 
 rule questions:

@@ -45,6 +45,11 @@ rule report:
             category="Scores",
         ),
         report(
+            f"{paths.REPORT_DIR}/imports.csv",
+            caption="../report/imports.rst",
+            category="Scores",
+        ),
+        report(
             f"{paths.REPORT_DIR}/comparisons.csv",
             caption="../report/comparisons.rst",
             category="Scores",

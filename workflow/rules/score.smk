@@ -14,9 +14,9 @@ rule score_run:
     params:
         spec=get_run_spec,
         scoring=json.dumps(PLAN.scoring, sort_keys=True),
-        judge=get_judge_arg(),
+        scorer_models=get_scorer_models_arg(),
         model_cache=get_model_cache(),
     shell:
         "python -m helixbench score --spec {params.spec:q} --questions {input.questions:q}"
-        " --scoring {params.scoring:q} {params.judge} --model-cache {params.model_cache:q}"
+        " --scoring {params.scoring:q} {params.scorer_models} --model-cache {params.model_cache:q}"
         " --out {output:q} {input.shards:q} > {log:q} 2>&1"

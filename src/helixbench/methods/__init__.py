@@ -5,10 +5,15 @@ from __future__ import annotations
 from ..snapshots import Snapshot
 
 
-def create_method(spec: dict, snapshot: Snapshot):
-    """The method ``spec["kind"]`` names, configured from ``spec``."""
+def create_method(spec: dict, snapshot: Snapshot | None = None, imported=None):
+    """The method ``spec["kind"]`` names, configured from ``spec``; ``imported``: the
+    items of an imported source's task (kind ``imported``)."""
     if spec.get("kind") == "genegpt":
         from .genegpt import GeneGPT
 
         return GeneGPT.from_spec(spec, snapshot)
-    raise ValueError(f"unknown method kind {spec.get('kind')!r}; available: genegpt")
+    if spec.get("kind") == "imported":
+        from .imported import ImportedAnswers
+
+        return ImportedAnswers(imported)
+    raise ValueError(f"unknown method kind {spec.get('kind')!r}; available: genegpt, imported")

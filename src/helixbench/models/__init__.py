@@ -6,7 +6,8 @@ A backend turns a :class:`CompletionRequest` into a :class:`Completion`. It rais
 prompt that was never recorded) and :class:`ModelError` when the call failed for
 good (retries spent, a timeout): the method records the error and moves on.
 
-Backends: ``replay`` (recorded runs), ``openai`` (the OpenAI API or any
+Backends: ``replay`` (recorded runs), ``imported`` (a published system's
+outputs, read rather than computed), ``openai`` (the OpenAI API or any
 OpenAI-compatible server: vLLM, Ollama, llama.cpp) and ``transformers`` (a local
 Hugging Face model). Every backend but replay answers through a response cache
 (:mod:`helixbench.models.cache`).
@@ -83,6 +84,10 @@ def create_model(spec: dict, **resources) -> Model:
         return ReplayModel.from_recording(
             resources["recorded"], spec, resources["recording_source"]
         )
+    if backend == "imported":
+        from .imported import ImportedModel
+
+        return ImportedModel(spec)
     if backend == "openai":
         from .openai_api import OpenAIModel
 
@@ -105,4 +110,21 @@ def create_model(spec: dict, **resources) -> Model:
     return CachedModel(model, ModelCache(resources["cache"]))
 
 
-BACKENDS = ("replay", "openai", "transformers")
+BACKENDS = ("replay", "imported", "openai", "transformers")
+
+
+def ask(model: Model, prompt: str, question: str, tag: str, max_tokens: int) -> str:
+    """One greedy call outside any method's loop (a judge's grade, an extractor's
+    answer), up to the first newline; ``tag`` names the call in logs and caches."""
+    from ..digests import sha256_text
+
+    request = CompletionRequest(
+        prompt=prompt,
+        stop=("\n",),
+        max_tokens=max_tokens,
+        temperature=0.0,
+        question_id=f"{tag}:" + sha256_text(prompt)[:16],
+        question=question,
+        call_index=0,
+    )
+    return model.complete(request).text

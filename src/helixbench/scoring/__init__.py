@@ -10,33 +10,61 @@ Which scorers score a task comes from the config's ``scoring`` section:
 - ``rouge1``, ``rouge2``, ``rougeL``: ROUGE F-measure, Porter-stemmed (:mod:`.text`).
 - ``embedding``: cosine similarity of sentence embeddings (:mod:`.text`).
 - ``judge``: a model from the registry grades 1 / 0.5 / 0 (:mod:`.judge`).
+- ``extracted``: ``genegpt`` on the answer a per-task rule extracts from a wordy
+  final text (:mod:`.extract`); ``model_extracted``: the same with a model from the
+  registry as the extractor (``scoring.extractor.model``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from .extract import extract_answer
 from .genegpt import genegpt_score
 from .strict import alias_recall, strict_score
 from .text import ROUGE_TYPES, EmbeddingScorer, rouge_scorer_for
 
 Scorer = Callable[..., "float | None"]
 
+
+def extracted_score(task: str, answer: str | None, gold, question: str = "") -> float | None:
+    """Upstream's scorer on the answer extracted from the final text."""
+    return genegpt_score(task, extract_answer(task, answer, question), gold)
+
+
+class ModelExtractedScorer:
+    def __init__(self, extractor):
+        self.extractor = extractor
+
+    def identity(self) -> dict:
+        return self.extractor.identity()
+
+    def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
+        if genegpt_score(task, "", gold) is None:  # a task upstream does not score
+            return None
+        return genegpt_score(task, self.extractor(task, answer, question), gold)
+
+
 # Scorers that need no settings; ``embedding`` and ``judge`` are built from config.
 PLAIN_SCORERS: dict[str, Scorer] = {
     "genegpt": genegpt_score,
+    "extracted": extracted_score,
     "strict": strict_score,
     "alias_recall": alias_recall,
     **{name: rouge_scorer_for(name) for name in ROUGE_TYPES},
 }
-SCORER_NAMES = (*PLAIN_SCORERS, "embedding", "judge")
+SCORER_NAMES = (*PLAIN_SCORERS, "embedding", "judge", "model_extracted")
 # Scorers whose score says right (1) or wrong (below 1); the others grade a free text.
-CORRECTNESS_SCORERS = frozenset({"genegpt", "strict", "alias_recall", "judge"})
+CORRECTNESS_SCORERS = frozenset(
+    {"genegpt", "extracted", "model_extracted", "strict", "alias_recall", "judge"}
+)
+# Scorers that ask a model of the registry, and the scoring key naming it.
+MODEL_SCORERS = {"judge": "judge", "model_extracted": "extractor"}
 
-# The default ``scoring`` section: upstream and strict scores wherever they apply,
-# and GeneHop's two hand-judged tasks scored as the paper judged them.
+# The default ``scoring`` section: upstream, extracted and strict scores wherever they
+# apply, and GeneHop's two hand-judged tasks scored as the paper judged them.
 DEFAULT_SCORING = {
-    "default": ["genegpt", "strict"],
+    "default": ["genegpt", "extracted", "strict"],
     "tasks": {
         "SNP gene function": ["rougeL", "rouge1", "rouge2", "embedding"],
         "sequence gene alias": ["alias_recall"],
@@ -54,10 +82,12 @@ class Scorers:
     """The scorers one score job uses, each built once (the embedding model and the
     judge load on first use)."""
 
-    def __init__(self, scoring: dict, judge_model: dict | None = None, model_cache=None):
+    def __init__(self, scoring: dict, models: dict | None = None, model_cache=None):
+        """``models``: the config entries (name -> spec) of the models the model-based
+        scorers ask (``scoring.judge.model``, ``scoring.extractor.model``)."""
         self.scoring = scoring
         self._built: dict[str, Scorer] = {}
-        self._judge_model = judge_model
+        self._models = models or {}
         self._model_cache = model_cache
 
     def get(self, name: str) -> Scorer:
@@ -70,14 +100,19 @@ class Scorers:
             return PLAIN_SCORERS[name]
         if name == "embedding":
             return EmbeddingScorer(self.scoring.get("embedding"))
-        if name == "judge":
-            if not self._judge_model:
-                raise ValueError("scorer 'judge' needs scoring.judge.model (a model in config)")
-            from .judge import JudgeScorer
+        if name in MODEL_SCORERS:
+            key = MODEL_SCORERS[name]
+            model = self.scoring.get(key, {}).get("model")
+            if model not in self._models:
+                raise ValueError(f"scorer {name!r} needs scoring.{key}.model (a model in config)")
+            if name == "judge":
+                from .judge import JudgeScorer
 
-            return JudgeScorer(
-                self.scoring["judge"]["model"], self._judge_model, cache=self._model_cache
-            )
+                return JudgeScorer(model, self._models[model], cache=self._model_cache)
+            from .extract import ModelExtractor
+
+            extractor = ModelExtractor(model, self._models[model], cache=self._model_cache)
+            return ModelExtractedScorer(extractor)
         raise KeyError(f"unknown scorer {name!r}; available: {', '.join(SCORER_NAMES)}")
 
     def for_task(self, task: str) -> list[tuple[str, Scorer]]:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import logging
 import re
 
-from ..digests import sha256_text
-from ..models import CompletionRequest, create_model
+from ..models import ask, create_model
 
 log = logging.getLogger("helixbench.judge")
 
@@ -38,16 +37,7 @@ class JudgeScorer:
             return 0.0
         gold_text = gold if isinstance(gold, str) else ", ".join(gold)
         prompt = JUDGE_PROMPT.format(question=question, gold=gold_text, answer=answer)
-        request = CompletionRequest(
-            prompt=prompt,
-            stop=("\n",),
-            max_tokens=self.max_tokens,
-            temperature=0.0,
-            question_id="judge:" + sha256_text(prompt)[:16],
-            question=question,
-            call_index=0,
-        )
-        reply = self.model.complete(request).text
+        reply = ask(self.model, prompt, question, "judge", self.max_tokens)
         match = GRADE.search(reply)
         if match is None:
             log.warning("judge reply %r has no grade; the answer is left unscored", reply)

@@ -1,0 +1,84 @@
+"""The ``imported`` method: a published system's answers, read instead of computed.
+
+Each question's record is built from the source's item: its final text as the
+answer and, where the source logged them (GeneGPT's format), its model calls and
+the tool replies the next prompt shows, as the same events our own runs record,
+so the per-question view and the error taxonomy treat them alike. A question the
+source does not answer is recorded as ``missing_in_source`` (scored, as a miss).
+"""
+
+from __future__ import annotations
+
+from ..digests import sha256_text
+from ..imports import ImportedItem
+from ..recordings import RecordedItem, recorded_tool_replies
+from ..records import Event, QuestionResult
+
+# Final texts GeneGPT's loop writes instead of an answer.
+LOOP_ERRORS = ("lengthError", "numError")
+
+
+class ImportedAnswers:
+    def __init__(self, items: dict[str, ImportedItem]):
+        self.items = items
+
+    def run(self, question_id: str, question: str, model, tools) -> QuestionResult:
+        result = QuestionResult(question_id=question_id)
+        item = self.items.get(question)
+        if item is None:
+            return result.finish(answer=None, error="missing_in_source")
+        result.events = transcript(item)
+        error = item.answer if item.answer in LOOP_ERRORS else None
+        return result.finish(answer=item.answer, error=error)
+
+
+def transcript(item: ImportedItem) -> list[Event]:
+    """The item's model calls and tool calls as events."""
+    if not item.steps:  # task_dict: the system's own account, no calls logged
+        data = {
+            "prompt_increment": None,
+            "completion": item.answer,
+            "thoughts": item.thoughts,
+            "cache": "imported",
+            "error": None,
+        }
+        return [Event("model", 0, data)]
+    replies = recorded_tool_replies(RecordedItem(item.question, None, item.answer, item.steps))
+    events, previous = [], ""
+    for index, (prompt, completion) in enumerate(item.steps):
+        continued = bool(previous) and prompt.startswith(previous)
+        data = {
+            "prompt_sha256": sha256_text(prompt),
+            "prompt_chars": len(prompt),
+            # The first prompt is the source's header plus the question: log the question.
+            "prompt_increment": prompt[len(previous) :] if continued else _tail(prompt),
+            "continues_previous": continued,
+            "completion": completion,
+            "cache": "imported",
+            "error": None,
+        }
+        events.append(Event("model", index, data))
+        previous = prompt
+        if index in replies:  # the completion asked for a URL
+            url, rendered = replies[index]
+            events.append(Event("tool", index, _tool_data(url, rendered)))
+    return events
+
+
+def _tail(prompt: str) -> str:
+    at = prompt.rfind("Question: ")
+    return prompt[at:] if at >= 0 else prompt
+
+
+def _tool_data(url: str, rendered: str | None) -> dict:
+    return {
+        "url": url,
+        "status": None,
+        "bytes": len(rendered.encode()) if rendered is not None else 0,
+        "cache": "imported",
+        "error": None if rendered is not None else "the source does not show this reply",
+        "fetched_at": None,
+        "origin": "imported",
+        "attempts": 0,
+        "rendered": rendered,
+    }
