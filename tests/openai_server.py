@@ -52,7 +52,7 @@ class _Handler(QuietHandler):
             elif kind == "500":
                 return self._send(500, {"error": {"message": "server error", "type": "server"}})
         if self.path.endswith("/chat/completions"):
-            prompt = body["messages"][-1]["content"]
+            prompt = body["messages"][-1].get("content") or ""
         elif self.path.endswith("/completions"):
             prompt = body["prompt"]
         else:
@@ -67,20 +67,32 @@ class _Handler(QuietHandler):
             return self._send(400, {"error": error})
         with self.state.lock:
             text = self.state.script.popleft() if self.state.script else None
+        calls = None
+        if isinstance(text, dict):  # a scripted function call: {"tool_calls": [(name, args)]}
+            calls = [
+                {
+                    "id": f"call-{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                }
+                for i, (name, arguments) in enumerate(text["tool_calls"])
+            ]
+            text = ""
         if text is None:
             text = "Answer: " + prompt.rstrip("\n").rsplit("\n", 1)[-1]
         text, finish = _decode(text, body.get("stop") or [], body.get("max_tokens") or 16)
+        if calls:
+            finish = "tool_calls"
         usage = {
             "prompt_tokens": len(prompt.split()),
             "completion_tokens": len(text.split()),
             "total_tokens": len(prompt.split()) + len(text.split()),
         }
         if self.path.endswith("/chat/completions"):
-            choice = {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": finish,
-            }
+            message = {"role": "assistant", "content": text}
+            if calls:
+                message["tool_calls"] = calls
+            choice = {"index": 0, "message": message, "finish_reason": finish}
             kind = "chat.completion"
         else:
             choice = {"index": 0, "text": text, "finish_reason": finish, "logprobs": None}

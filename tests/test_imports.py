@@ -234,9 +234,10 @@ def _custom_source(tmp_path: Path, mirror: Path, items: dict) -> tuple[Path, dic
     """A tiny task_dict source in a mirror of its own (the benchmarks linked in)."""
     own = tmp_path / "mirror"
     (own / "raw.githubusercontent.com").mkdir(parents=True)
-    (own / "raw.githubusercontent.com" / "ncbi").symlink_to(
-        mirror / "raw.githubusercontent.com" / "ncbi"
-    )
+    for owner in ("ncbi", "ncbi-nlp"):  # GeneGPT's and GeneAgent's files
+        (own / "raw.githubusercontent.com" / owner).symlink_to(
+            mirror / "raw.githubusercontent.com" / owner
+        )
     commit = "0123456789abcdef0123456789abcdef01234567"
     path = own / "raw.githubusercontent.com" / "someone" / "published" / commit / "out" / "gt.json"
     path.parent.mkdir(parents=True)

@@ -19,7 +19,9 @@ from helixbench.snapshots import Snapshot
 
 from . import chromium
 from .conftest import REPO_ROOT, run_snakemake
+from .geneset_servers import GeneSetServer
 from .ncbi_server import NCBIServer
+from .openai_server import OpenAIServer
 from .test_scoring import REFERENCE
 
 DEFAULT_CONFIG = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
@@ -269,6 +271,57 @@ def test_html_report_opens_in_headless_chromium(paper_run):
     shot = report / "screenshot.png"
     chromium.screenshot(page, shot, paper_run / "chromium-profile")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+@pytest.mark.workflow
+def test_gene_sets_through_the_workflow(mirror, tmp_path):
+    """geneagent through an OpenAI-compatible server (loopback, scripted) with live
+    tools (loopback g:Profiler, Enrichr, PubTator), and gsea-top1 on the 56 MSigDB
+    sets: the report's gene-set section, figure and per-set claims."""
+    script = [
+        "ERBB2 and KRAS relay growth-factor signals.\nProcess: MAPK signaling",
+        '["ERBB2, KRAS and HRAS take part in MAPK signaling"]',
+        "Report: supported by KEGG and Reactome.",
+        "Process: MAPK signaling",
+        "[]",
+        "Process: MAPK signaling",
+    ]
+    with GeneSetServer() as tools, OpenAIServer() as llm:
+        llm.state.script.extend(script)
+        config = {
+            "benchmarks": ["genesets"],
+            "shards": 1,
+            "tools": {"mode": "live", "routes": tools.routes()},
+            "models": {
+                "llm": {
+                    "backend": "openai",
+                    "api": "chat",
+                    "model": "m",
+                    "base_url": llm.base_url,
+                    "api_key_env": None,
+                },
+                "gprofiler": {"backend": "enrichment"},
+            },  # fmt: skip
+            "runs": [
+                {"model": "llm", "method": "geneagent", "tasks": ["NeST toy"], "sample": 1},
+                {"model": "gprofiler", "method": "gsea-top1", "tasks": ["MSigDB"]},
+            ],
+        }
+        done = snakemake(tmp_path, config, mirror=mirror)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert tools.state.of("gprofiler") and tools.state.of("pubtator")
+    report = tmp_path / "results" / "report"
+    rows = {r["run"]: r for r in read_csv(report / "genesets.csv")}
+    agent = rows["llm / geneagent"]
+    assert (agent["sets"], agent["claims"], agent["supported"]) == ("1", "1", "1")
+    assert agent["tool_calls"] == "3" and agent["tool_errors"] == "0"  # the evidence round
+    gsea = rows["gprofiler / gsea-top1"]
+    assert gsea["sets"] == "56" and gsea["parse_errors"] == "0"
+    assert 0.2 < float(gsea["rougeL"]) < 0.35 and 0.7 < float(gsea["percentile"]) < 0.95
+    assert (report / "percentile.png").read_bytes()[:4] == b"\x89PNG"
+    html = (report / "index.html").read_text()
+    assert 'id="genesets"' in html and "ERBB2, KRAS and HRAS take part in MAPK signaling" in html
+    assert "## Gene sets (GeneAgent)" in (report / "report.md").read_text()
 
 
 @pytest.mark.workflow

@@ -1,25 +1,54 @@
-"""GeneTuring and GeneHop as one question table.
+"""GeneTuring, GeneHop and GeneAgent's gene sets as one question table.
 
 Each question has a stable id ``<benchmark>.<task slug>.<index>`` (its position in
 the pinned upstream file), the upstream task name as its label (misspellings
 kept: "Human genome DNA aligment"), and a slug for file names and wildcards.
+
+Benchmark ``genesets`` has one task per GeneAgent dataset (GO, NeST, MSigDB and
+their 3-set toy samples): a question's text is its genes, space-separated, its
+gold the curated name, its ``source_id`` the set's id (GO:0032385, NEST:256).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup
+from .upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, GENEGPT_COMMIT, GENEGPT_REPO, lookup
 
 # Upstream data files, by benchmark.
 BENCHMARK_FILES = {
     "geneturing": lookup(GENEGPT_REPO, "data/geneturing.json", GENEGPT_COMMIT),
     "genehop": lookup(GENEGPT_REPO, "data/genehop.json", GENEGPT_COMMIT),
 }
+
+
+def _geneagent(path: str):
+    return lookup(GENEAGENT_REPO, path, GENEAGENT_COMMIT)
+
+
+# GeneAgent's datasets, one task each: (file, id column, name column, genes column).
+GENESET_FILES = {
+    "GO": (_geneagent("Datasets/Gene ontology/GO_terms.csv"), "GO", "Term_Description", "Genes"),
+    "NeST": (_geneagent("Datasets/NeST/NeST.tsv"), "NEST ID", "name_new", "Genes"),
+    "MSigDB": (_geneagent("Datasets/MsigDB/MsigDB.csv"), "ID", "Name", "Genes"),
+    "GO toy": (_geneagent("Datasets/Gene ontology/GO_toy.csv"), "GO", "Term_Description", "Genes"),
+    "NeST toy": (_geneagent("Datasets/NeST/NeST_toy.tsv"), "NEST ID", "name_new", "Genes"),
+    "MSigDB toy": (_geneagent("Datasets/MsigDB/MsigDB_toy.csv"), "ID", "Name", "Genes"),
+}
+# The dataset each task's sets come from (a toy file samples its dataset).
+GENESET_DATASET = {task: task.removesuffix(" toy") for task in GENESET_FILES}
+
+
+def question_files() -> list:
+    """Every upstream file the question table is built from."""
+    return [*BENCHMARK_FILES.values(), *(f for f, *_ in GENESET_FILES.values())]
+
 
 # GeneTuring's tasks grouped by the paper's modules (Table 2 order).
 GENETURING_MODULES = {
@@ -64,6 +93,12 @@ class Question:
     text: str
     gold: str | list[str]
     demo: str | None = None  # "Dm.1".."Dm.4" when the item is a GeneGPT demonstration
+    source_id: str | None = None  # a gene set's id in its dataset (GO:0032385)
+
+    @property
+    def genes(self) -> list[str]:
+        """A gene set's genes (``genesets`` questions)."""
+        return self.text.split()
 
 
 def load_benchmark(benchmark: str, path: Path) -> list[Question]:
@@ -88,6 +123,41 @@ def load_benchmark(benchmark: str, path: Path) -> list[Question]:
     return questions
 
 
+def load_genesets(task: str, path: Path) -> list[Question]:
+    """The gene sets of one GeneAgent dataset file, in file order. Genes are given
+    space- or comma-separated upstream; we keep them space-separated."""
+    _file, id_column, name_column, genes_column = GENESET_FILES[task]
+    text = Path(path).read_text(encoding="utf-8")
+    delimiter = "\t" if str(path).endswith(".tsv") else ","
+    slug = slugify(task)
+    questions = []
+    for index, row in enumerate(csv.DictReader(io.StringIO(text), delimiter=delimiter)):
+        genes = [g for g in re.split(r"[\s,]+", row[genes_column]) if g]
+        questions.append(
+            Question(
+                id=f"genesets.{slug}.{index:03d}",
+                benchmark="genesets",
+                task=task,
+                task_slug=slug,
+                index=index,
+                text=" ".join(genes),
+                gold=row[name_column].strip(),
+                source_id=row[id_column],
+            )
+        )
+    return questions
+
+
+def load_all(local_path) -> list[Question]:
+    """The whole question table; ``local_path(file)``: where an upstream file lies."""
+    questions = []
+    for benchmark, file in BENCHMARK_FILES.items():
+        questions += load_benchmark(benchmark, local_path(file))
+    for task, (file, *_) in GENESET_FILES.items():
+        questions += load_genesets(task, local_path(file))
+    return questions
+
+
 def write_questions(questions: Iterable[Question], path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +179,14 @@ def tasks_of(benchmark: str) -> list[str]:
         return [t for tasks in GENETURING_MODULES.values() for t in tasks]
     if benchmark == "genehop":
         return list(GENEHOP_TASKS)
-    raise KeyError(f"unknown benchmark {benchmark!r}; known: geneturing, genehop")
+    if benchmark == "genesets":
+        return list(GENESET_FILES)
+    raise KeyError(f"unknown benchmark {benchmark!r}; known: geneturing, genehop, genesets")
+
+
+def is_sample(task: str) -> bool:
+    """A toy sample of a dataset (run only when a run names it)."""
+    return task.endswith(" toy")
 
 
 def task_by_slug(benchmark: str, slug: str) -> str:

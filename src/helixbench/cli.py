@@ -33,12 +33,10 @@ def _fetch(args) -> None:
 
 
 def _questions(args) -> None:
-    from .benchmarks import BENCHMARK_FILES, load_benchmark, write_questions
+    from .benchmarks import load_all, write_questions
     from .plan import upstream_path
 
-    questions = []
-    for benchmark, file in BENCHMARK_FILES.items():
-        questions += load_benchmark(benchmark, Path(upstream_path(file)))
+    questions = load_all(lambda file: Path(upstream_path(file)))
     write_questions(questions, Path(args.out))
     logging.info("wrote %d questions to %s", len(questions), args.out)
 

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 FORMATS = ("png", "svg")
-FIGURES = ("leaderboard", "ablation")
+FIGURES = ("leaderboard", "ablation", "percentile")
 
 
 def _save(fig, out_dir: Path, name: str) -> None:
@@ -96,3 +96,21 @@ def ablation_figure(ablation: pd.DataFrame, out_dir: Path) -> None:
         ax.set_xticks(range(len(table.columns)), table.columns, rotation=35, ha="right")
         fig.colorbar(image, ax=ax, label="change against full (111111)")
     _save(fig, out_dir, "ablation")
+
+
+def percentile_figure(percentiles: pd.DataFrame, out_dir: Path) -> None:
+    """GeneAgent's Fig. 2c: per run and dataset, the share of sets whose true name
+    ranks at or above each background percentile."""
+    if percentiles.empty:
+        return _save(_empty("no gene-set run scored by percentile"), out_dir, "percentile")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for (run, dataset), group in percentiles.groupby(["run", "dataset"], sort=False):
+        values = sorted(group.score * 100)
+        shares = [sum(v >= x for v in values) / len(values) for x in values]
+        ax.step(values, shares, where="post", label=f"{run} ({dataset}, n={len(values)})")
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("background percentile of the true name")
+    ax.set_ylabel("share of sets at or above")
+    ax.legend(loc="lower left", fontsize=7)
+    _save(fig, out_dir, "percentile")

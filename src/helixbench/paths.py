@@ -30,6 +30,7 @@ REPORT_FILES = (
     "index.html",
     "leaderboard.csv",
     "imports.csv",
+    "genesets.csv",
     "comparisons.csv",
     "taxonomy.csv",
     "ablation.csv",
@@ -37,4 +38,6 @@ REPORT_FILES = (
     "leaderboard.svg",
     "ablation.png",
     "ablation.svg",
+    "percentile.png",
+    "percentile.svg",
 )

@@ -17,15 +17,16 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from . import paths
-from .benchmarks import BENCHMARK_FILES, slugify, tasks_of
+from .benchmarks import GENESET_FILES, is_sample, question_files, slugify, tasks_of
 from .digests import sha256_json
 from .fetch import available
 from .imports import SourceError, claimed_files, resolve_source, task_file
+from .methods import GENESET_KINDS
 from .methods.genegpt import PRESETS, check_mask
 from .recordings import RECORDINGS, RecordedRun, recorded_runs, snapshot_run
 from .scoring import DEFAULT_SCORING, MODEL_SCORERS
 from .tools.executor import ToolSettings
-from .upstream import UpstreamFile
+from .upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, UpstreamFile, lookup
 
 ALL_CORES = 1024  # Snakemake caps a job's threads at --cores
 MASK_METHOD = re.compile(r"^genegpt-([01]{6})$")
@@ -43,6 +44,8 @@ def resolve_method(name: str, methods: dict) -> dict:
         spec = {"kind": "genegpt", "mask": PRESETS[name]}
     elif name == "imported":  # a published system's outputs (models with backend imported)
         spec = {"kind": "imported"}
+    elif name in GENESET_KINDS:  # gene-set methods with their default settings
+        spec = {"kind": name}
     elif match := MASK_METHOD.match(name):
         spec = {"kind": "genegpt", "mask": match.group(1)}
     else:
@@ -68,6 +71,7 @@ class RunTask:
     sample: int | None = None  # questions per task (a fixed pseudo-random choice); None: all
     imported: UpstreamFile | None = None  # an imported source's file holding this task
     imported_format: str | None = None
+    gsea_terms: UpstreamFile | None = None  # recorded top enrichment terms (gsea-top1)
 
     @property
     def imported_path(self) -> str | None:
@@ -98,6 +102,7 @@ class RunTask:
             "imported_url": self.imported.url if self.imported else None,
             "imported_sha256": self.imported.sha256 if self.imported else None,
             "imported_format": self.imported_format,
+            "gsea_terms": upstream_path(self.gsea_terms) if self.gsea_terms else None,
         }
 
 
@@ -153,8 +158,12 @@ class Run:
         return list(dict.fromkeys(t.recording_path for t in self.tasks if t.recording_path))
 
     @property
-    def imported_paths(self) -> list[str]:
-        return list(dict.fromkeys(t.imported_path for t in self.tasks if t.imported_path))
+    def data_paths(self) -> list[str]:
+        """Upstream files a run job reads besides recordings: imported outputs, recorded
+        enrichment terms."""
+        paths_ = [t.imported_path for t in self.tasks if t.imported]
+        paths_ += [upstream_path(t.gsea_terms) for t in self.tasks if t.gsea_terms]
+        return list(dict.fromkeys(paths_))
 
     @property
     def imported(self) -> bool:
@@ -250,10 +259,11 @@ class Plan:
             raise KeyError(f"no planned recorded run {recording}/{run_dir}/{task_slug}") from None
 
     def upstream_files(self) -> list[UpstreamFile]:
-        files = list(BENCHMARK_FILES.values())
+        files = question_files()
         files += [t.recorded.file for t in self.tasks if t.recorded is not None]
         files += [r.file for r in self.snapshot_runs]
         files += [t.imported for t in self.tasks if t.imported is not None]
+        files += [t.gsea_terms for t in self.tasks if t.gsea_terms is not None]
         files += [f for claims in self.claims.values() for f in claims.values()]
         return list(dict.fromkeys(files))
 
@@ -322,6 +332,8 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
                 f"{where}: an imported model takes the method 'imported' (a method of kind "
                 f"imported), and only it does ({run['model']} x {run['method']})"
             )
+        benchmarks = run.get("benchmarks", config.get("benchmarks", []))
+        _check_pairing(where, run, benchmarks, model_spec, method_spec)
         if model_spec["backend"] == "imported" and run["model"] not in sources:
             try:
                 sources[run["model"]] = resolve_source(
@@ -331,13 +343,17 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
                 raise ConfigError(str(exc)) from None
         tools = {"mode": mode}  # the rest of ``tools`` shapes no result: jobs get it apart
         shards = run.get("shards", config.get("shards", 1))
-        for benchmark in run.get("benchmarks", config.get("benchmarks", [])):
+        for benchmark in benchmarks:
             new, new_notes = _run_tasks(
                 run, model_spec, method_spec, benchmark, shards, mirror, where, sources
             )
             if run.get("tasks"):  # a run restricted to some tasks (by name or slug)
                 wanted = set(run["tasks"])
                 new = [t for t in new if t.task in wanted or t.task_slug in wanted]
+            else:  # toy samples of a dataset run only when named
+                new = [t for t in new if not is_sample(t.task)]
+            if method_spec["kind"] == "gsea-top1":
+                new = [replace(t, gsea_terms=RECORDED_GSEA.get(t.task)) for t in new]
             for task in new:
                 snapshot = _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror)
                 markers = tuple(seeds) if mode != "replay" else ()
@@ -360,6 +376,28 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
     return Plan(
         tasks, notes, snapshot_runs, live_snapshots, seeds, tools_config, scoring, sources, claims
     )
+
+
+# GeneAgent's recorded g:Profiler top terms, for the sets of the MSigDB dataset.
+_TOP1 = lookup(GENEAGENT_REPO, "GSEATerms/MsigDB.EnrichTerms.top1.json", GENEAGENT_COMMIT)
+RECORDED_GSEA = {task: _TOP1 for task in GENESET_FILES if task.startswith("MSigDB")}
+
+
+def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_spec: dict):
+    """Which methods run on which benchmarks, and which need which backend."""
+    kind, backend = method_spec["kind"], model_spec["backend"]
+    benchmarks = set(benchmarks)
+    label = f"{run['model']} x {run['method']}"
+    if kind in GENESET_KINDS and benchmarks - {"genesets"}:
+        raise ConfigError(f"{where}: {kind} names gene sets: set benchmarks: [genesets] ({label})")
+    if kind not in GENESET_KINDS and "genesets" in benchmarks:
+        raise ConfigError(f"{where}: benchmark genesets takes closed-book, geneagent or gsea-top1")
+    if (backend == "enrichment") != (kind == "gsea-top1"):
+        raise ConfigError(
+            f"{where}: gsea-top1 runs with a model of backend enrichment, and only it ({label})"
+        )
+    if backend == "replay" and kind != "genegpt":
+        raise ConfigError(f"{where}: a replayed recording needs a genegpt method ({label})")
 
 
 def resolve_scoring(config: dict) -> dict:

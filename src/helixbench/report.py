@@ -18,6 +18,7 @@ from . import __version__, paths
 from .benchmarks import GENETURING_MODULES, read_questions, tasks_of
 from .digests import sha256_file
 from .imports import claimed_score, coverage, load_items
+from .methods.genesets import VERDICTS
 from .paper import TABLE2_MODULES, TABLE3, published
 from .plan import Plan, RunTask, upstream_path
 from .records import read_records
@@ -360,7 +361,7 @@ def error_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
                     f"tool_{how}": sum(
                         (e["data"].get("cache") or "none") == how for e in tool_events
                     )
-                    for how in ("replay", "hit", "miss", "stale", "none")
+                    for how in ("replay", "hit", "miss", "stale", "recorded", "imported", "none")
                 },
                 "tool_offline": sum(
                     (e["data"]["error"] or "").startswith("offline") for e in tool_events
@@ -696,6 +697,58 @@ def genehop_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+GENESET_METRICS = ("embedding", "rougeL", "rouge1", "rouge2", "percentile")
+GENESET_COLUMNS = [
+    "run",
+    "dataset",
+    "sets",
+    *(c for m in GENESET_METRICS for c in (m, f"{m}_ci")),
+    "parse_errors",
+    "other_errors",
+    "claims",
+    *VERDICTS,
+    "tool_calls",
+    "tool_errors",
+]
+
+
+def geneset_table(
+    plan: Plan, summary: pd.DataFrame, records: dict[RunTask, list[dict]]
+) -> pd.DataFrame:
+    """Gene sets (GeneAgent's datasets): per run and dataset, each metric's mean with
+    its 95% bootstrap interval, the sets without a parsable name, and the verification
+    statistics of the geneagent method (claims by verdict, tool calls and failures)."""
+    sel = summary[summary.benchmark == "genesets"]
+    lookup = {(r.model, r.method, r.task, r.metric): r for r in sel.itertuples()}
+    rows = []
+    for task in plan.tasks:
+        if task.benchmark != "genesets":
+            continue
+        of_task = records[task]
+        row = {"run": _run_label(task), "dataset": task.task, "sets": len(of_task)}
+        for metric in GENESET_METRICS:
+            hit = lookup.get((task.model, task.method, task.task, metric))
+            row[metric] = hit.score if hit else None
+            row[f"{metric}_ci"] = f"{_fmt(hit.ci_low)}-{_fmt(hit.ci_high)}" if hit else ""
+        row["parse_errors"] = sum(r["error"] == "parse_error" for r in of_task)
+        row["other_errors"] = sum(r["error"] not in (None, "parse_error") for r in of_task)
+        claims = [e["data"] for r in of_task for e in r["events"] if e["type"] == "claim"]
+        row["claims"] = len(claims)
+        for verdict in VERDICTS:
+            row[verdict] = sum(c["verdict"] == verdict for c in claims)
+        calls = [e["data"] for r in of_task for e in r["events"] if e["type"] == "tool"]
+        row["tool_calls"] = len(calls)
+        row["tool_errors"] = sum(bool(c.get("error")) for c in calls)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=GENESET_COLUMNS)
+
+
+def geneset_percentiles(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
+    """Every set's background percentile, per run and dataset (the distribution plot)."""
+    sel = scores[(scores.benchmark == "genesets") & (scores.metric == "percentile")]
+    return sel[["run", "task", "question_id", "score"]].rename(columns={"task": "dataset"})
+
+
 def provenance(
     plan: Plan, records: dict[RunTask, list[dict]], config: dict, config_digest: str
 ) -> dict:
@@ -756,7 +809,7 @@ def _git_commit() -> str | None:
 
 
 def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) -> None:
-    from .figures import ablation_figure, leaderboard_figure
+    from .figures import ablation_figure, leaderboard_figure, percentile_figure
     from .html_report import html_table, inline_svg, prompt_headers, question_items, write_html
 
     out_dir = Path(out_dir)
@@ -789,6 +842,9 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     imports = import_table(plan, questions)
     imports.to_csv(out_dir / "imports.csv", index=False)
+    genesets = geneset_table(plan, summary, records)
+    genesets.to_csv(out_dir / "genesets.csv", index=False)
+    percentile_figure(geneset_percentiles(plan, scores), out_dir)
     imported = imported_runs(plan, board)
     leaderboard_figure(board, out_dir)
     ablation_figure(ablation, out_dir)
@@ -808,6 +864,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "board": board,
         "imports": imports,
         "imported": imported,
+        "genesets": genesets,
     }
     (out_dir / "report.md").write_text(_markdown(plan, prov, tables))
     replay_calls = int(replay.calls.sum()) if not replay.empty else 0
@@ -830,6 +887,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
                 "table2_strict": html_table(table2(plan, summary, "strict", intervals=True)),
                 "ablation": html_table(ablation),
                 "genehop": html_table(hop),
+                "genesets": html_table(genesets) if not genesets.empty else None,
                 "taxonomy": html_table(taxonomy),
                 "table4": html_table(pd.DataFrame(table4["rows"])) if table4 else None,
                 "cost": html_table(costs),
@@ -847,7 +905,21 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     )
 
 
-FIGURE_NAMES = ("leaderboard", "ablation")
+FIGURE_NAMES = ("leaderboard", "ablation", "percentile")
+
+
+def _genesets_markdown(genesets: pd.DataFrame) -> str:
+    if genesets.empty:
+        return "No gene-set run in this config."
+    shown = genesets.assign(**{m: genesets[m].map(_fmt) for m in GENESET_METRICS})
+    return (
+        "Per run and dataset: mean embedding similarity, ROUGE-L/1/2 (F-measure, Porter "
+        "stemming, GeneAgent's name cleaning) and background percentile of the true name "
+        "among the candidate names, each with its 95% bootstrap interval; sets whose reply "
+        "had no `Process:` line score 0 (`parse_errors`). geneagent runs add their claims "
+        "by verdict and their tool calls. Distribution: `percentile.png`; per set: "
+        "`index.html`.\n\n" + shown.to_markdown(index=False, disable_numparse=True)
+    )
 
 
 def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
@@ -958,6 +1030,9 @@ Each score with its 95% bootstrap interval in brackets.
 
 ## GeneHop (Table 3)
 {hop.to_markdown(index=False, disable_numparse=True)}
+
+## Gene sets (GeneAgent)
+{_genesets_markdown(tables["genesets"])}
 
 ## Replay fidelity
 {hits} of {calls} model calls replayed byte for byte.

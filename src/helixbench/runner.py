@@ -13,16 +13,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .benchmarks import Question, read_questions
+from .benchmarks import GENESET_DATASET, Question, is_sample, read_questions
 from .digests import sha256_json, sha256_text
 from .imports import load_items
-from .methods import create_method
+from .methods import GENESET_KINDS, create_method
 from .models import create_model
 from .recordings import load_recording
 from .records import ShardWriter, read_records, to_record
 from .scoring import Scorers
 from .snapshots import Snapshot
 from .tools import create_toolbox, tool_settings
+from .tools.genesets import GeneSetTools
 
 log = logging.getLogger("helixbench.run")
 
@@ -71,11 +72,19 @@ class _TaskSetup:
     header_sha256: str
 
 
-def _task_setup(spec, task, questions, shared_model) -> _TaskSetup:
+def _task_setup(spec, task, questions, shared_model, all_questions) -> _TaskSetup:
     model = shared_model
+    kind = spec["method_spec"]["kind"]
     if task.get("imported"):  # a published system's answers: read, no model or tools
         items, _ = load_items(Path(task["imported"]), task["imported_format"], task["task"])
         method, tools, snap = create_method(spec["method_spec"], imported=items), None, None
+    elif kind in GENESET_KINDS:
+        terms = _recorded_terms(task.get("gsea_terms"), questions, all_questions)
+        method = create_method(spec["method_spec"], recorded_terms=terms)
+        # GeneAgent's tools are masked for the set's dataset; enrichment as a method is not.
+        dataset = GENESET_DATASET[task["task"]] if kind == "geneagent" else None
+        tools = GeneSetTools(geneset_executor(spec["tools"]["mode"]), dataset)
+        snap = None
     else:
         recorded = load_recording(Path(task["recording"])) if task.get("recording") else []
         if model is None:  # replay: each task answers from its own recorded file
@@ -110,7 +119,8 @@ def run_shard(
     model_dir: Path | None = None,
     threads: int | None = None,
 ) -> None:
-    chosen = shard_questions(read_questions(questions_path), spec, shard)
+    every = read_questions(questions_path)
+    chosen = shard_questions(every, spec, shard)
     shared_model = None
     if spec["model_spec"]["backend"] != "replay":  # one model (one load) for every task
         shared_model = create_model(
@@ -124,7 +134,9 @@ def run_shard(
     for task in spec["tasks"]:
         of_task = [q for t, q in chosen if t is task]
         if of_task:
-            setups[task["benchmark"], task["task"]] = _task_setup(spec, task, of_task, shared_model)
+            setups[task["benchmark"], task["task"]] = _task_setup(
+                spec, task, of_task, shared_model, every
+            )
     # What shapes the records: the spec, each task's prompt header (its snapshot and
     # its hash) and model identity; a change in any sets old partial records aside.
     shaping = [[s.run_info, s.header_sha256] for s in setups.values()]
@@ -149,6 +161,25 @@ def run_shard(
     writer.finalize([q.id for _, q in chosen])
 
 
+def _recorded_terms(path: str | None, questions, every) -> dict[str, str] | None:
+    """Question text -> GeneAgent's recorded top enrichment term. The recorded list
+    follows the MSigDB file's row order; a toy set finds its term by its set id."""
+    if path is None or not Path(path).exists():
+        return None
+    terms = json.loads(Path(path).read_text())
+    msigdb = sorted((q for q in every if q.task == "MSigDB"), key=lambda q: q.index)
+    by_id = {q.source_id: t["name"] for q, t in zip(msigdb, terms, strict=True)}
+    return {q.text: by_id[q.source_id] for q in questions if q.source_id in by_id}
+
+
+def geneset_executor(mode: str):
+    """The tool executor of gene-set methods: the run's settings, GeneAgent's hosts."""
+    from .tools.executor import ToolExecutor
+    from .tools.genesets import geneset_settings
+
+    return ToolExecutor(geneset_settings(tool_settings(mode)))
+
+
 def score_run(
     spec: dict,
     questions_path: Path,
@@ -160,8 +191,11 @@ def score_run(
 ) -> None:
     """Per-question scores of one run, one JSON line per (question, metric); the
     scorers of each task come from ``scoring`` (the config's section)."""
-    questions = {q.id: q for q in read_questions(questions_path)}
-    scorers = Scorers(scoring, scorer_models, model_cache)
+    every = read_questions(questions_path)
+    questions = {q.id: q for q in every}
+    # The default background of the percentile scorer: every name of the three datasets.
+    names = sorted({q.gold for q in every if q.benchmark == "genesets" and not is_sample(q.task)})
+    scorers = Scorers(scoring, scorer_models, model_cache, candidates=names)
     rows = []
     for path in shard_paths:
         for record in read_records(path):

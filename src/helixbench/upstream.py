@@ -21,6 +21,8 @@ UNKNOWN = "unknown"
 
 GENEGPT_REPO = "ncbi/GeneGPT"
 GENEGPT_COMMIT = "0a2a327a507be49e660597769cc53431abd6613a"
+GENEAGENT_REPO = "ncbi-nlp/GeneAgent"
+GENEAGENT_COMMIT = "88fd1adb40dce9545bde5b904ef3a628c09d747c"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ SRC_DIR = Path(workflow.basedir).parent / "src"
 sys.path.insert(0, str(SRC_DIR))
 
 from helixbench import paths
-from helixbench.benchmarks import BENCHMARK_FILES
+from helixbench.benchmarks import question_files
 from helixbench.fetch import FetchError, resolve_mirror
 from helixbench.plan import ConfigError, build_plan, upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
@@ -114,7 +114,7 @@ def get_pin_args(wildcards):
 
 
 def get_benchmark_files():
-    return [upstream_path(f) for f in BENCHMARK_FILES.values()]
+    return [upstream_path(f) for f in question_files()]
 
 
 def get_run(wildcards):
@@ -130,7 +130,7 @@ def get_run_inputs(wildcards):
     return {
         "questions": paths.QUESTIONS,
         "recordings": run.recording_paths,
-        "imported": run.imported_paths,
+        "data": run.data_paths,
         "snapshots": run.snapshot_paths,
         "seeds": list(run.seed_markers),
         "model_dir": run.model_dir or [],

@@ -76,6 +76,17 @@ rule report:
             category="Figures",
         ),
         f"{paths.REPORT_DIR}/ablation.svg",
+        report(
+            f"{paths.REPORT_DIR}/genesets.csv",
+            caption="../report/genesets.rst",
+            category="Scores",
+        ),
+        report(
+            f"{paths.REPORT_DIR}/percentile.png",
+            caption="../report/genesets.rst",
+            category="Figures",
+        ),
+        f"{paths.REPORT_DIR}/percentile.svg",
     log:
         "logs/report.log",
     conda:

@@ -7,7 +7,8 @@ prompt that was never recorded) and :class:`ModelError` when the call failed for
 good (retries spent, a timeout): the method records the error and moves on.
 
 Backends: ``replay`` (recorded runs), ``imported`` (a published system's
-outputs, read rather than computed), ``openai`` (the OpenAI API or any
+outputs, read rather than computed), ``enrichment`` (no language model, for
+enrichment baselines), ``openai`` (the OpenAI API or any
 OpenAI-compatible server: vLLM, Ollama, llama.cpp) and ``transformers`` (a local
 Hugging Face model). Every backend but replay answers through a response cache
 (:mod:`helixbench.models.cache`).
@@ -31,6 +32,10 @@ class CompletionRequest:
     # The part of the prompt every question of the run shares (a method's header): a
     # local model may keep its key/value cache on disk and share it between jobs.
     shared_prefix: str | None = None
+    # Function calling (chat backends that support it): the conversation so far and
+    # the offered tools (OpenAI schemas); ``prompt`` then renders the conversation.
+    messages: tuple[dict, ...] | None = None
+    tools: tuple[dict, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,8 @@ class Completion:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     reused_tokens: int | None = None  # prompt tokens served from a reused key/value cache
-    finish_reason: str | None = None  # "stop", "length", ...
+    finish_reason: str | None = None  # "stop", "length", "tool_calls", ...
+    tool_calls: tuple[dict, ...] | None = None  # [{"id", "name", "arguments"}] (function calling)
 
 
 class ContextLengthError(Exception):
@@ -88,6 +94,10 @@ def create_model(spec: dict, **resources) -> Model:
         from .imported import ImportedModel
 
         return ImportedModel(spec)
+    if backend == "enrichment":
+        from .imported import EnrichmentModel
+
+        return EnrichmentModel(spec)
     if backend == "openai":
         from .openai_api import OpenAIModel
 
@@ -110,7 +120,7 @@ def create_model(spec: dict, **resources) -> Model:
     return CachedModel(model, ModelCache(resources["cache"]))
 
 
-BACKENDS = ("replay", "imported", "openai", "transformers")
+BACKENDS = ("replay", "imported", "enrichment", "openai", "transformers")
 
 
 def ask(model: Model, prompt: str, question: str, tag: str, max_tokens: int) -> str:

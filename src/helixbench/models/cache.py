@@ -9,6 +9,7 @@ shows that it made no model calls.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 
@@ -53,15 +54,18 @@ class ModelCache(SqliteStore):
 
 
 def request_key(identity: dict, request: CompletionRequest) -> str:
-    return sha256_json(
-        {
-            "identity": identity,
-            "prompt": request.prompt,
-            "stop": list(request.stop),
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-        }
-    )
+    key = {
+        "identity": identity,
+        "prompt": request.prompt,
+        "stop": list(request.stop),
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+    }
+    if request.messages:  # a conversation (function calling) decides the reply
+        key["messages"] = list(request.messages)
+    if request.tools:
+        key["tools"] = list(request.tools)
+    return sha256_json(key)
 
 
 class CachedModel:
@@ -75,6 +79,10 @@ class CachedModel:
     def identity(self) -> dict:
         return self.model.identity()
 
+    @property
+    def supports_tools(self) -> bool:
+        return getattr(self.model, "supports_tools", False)
+
     def complete(self, request: CompletionRequest) -> Completion:
         key = request_key(self.identity(), request)
         row = self.cache.get(key)
@@ -82,7 +90,14 @@ class CachedModel:
             text, refused, prompt_tokens, completion_tokens, finish = row
             if refused is not None:
                 raise ContextLengthError(refused, cache="hit")
-            return Completion(text, "hit", prompt_tokens, completion_tokens, None, finish)
+            calls = None
+            if request.tools:  # stored as {"content", "tool_calls"}
+                stored = json.loads(text)
+                text, calls = stored["content"], stored["tool_calls"]
+                calls = tuple(calls) if calls else None
+            return Completion(
+                text, "hit", prompt_tokens, completion_tokens, None, finish, tool_calls=calls
+            )
         started = time.perf_counter()
         try:
             completion = self.model.complete(request)
@@ -90,8 +105,12 @@ class CachedModel:
             row = (None, str(exc), None, None, None)
             self.cache.put(key, self.identity(), row, time.perf_counter() - started)
             raise ContextLengthError(str(exc), cache="miss") from None
+        text = completion.text
+        if request.tools:
+            calls = list(completion.tool_calls) if completion.tool_calls else None
+            text = json.dumps({"content": text, "tool_calls": calls})
         row = (
-            completion.text,
+            text,
             None,
             completion.prompt_tokens,
             completion.completion_tokens,

@@ -1,5 +1,7 @@
-"""The ``imported`` backend: a published system whose answers are read from its
-outputs (:mod:`helixbench.imports`); it names the system and answers no prompt."""
+"""Backends that name what answers but answer no prompt: ``imported`` (a published
+system whose answers are read from its outputs, :mod:`helixbench.imports`) and
+``enrichment`` (no language model: the ``gsea-top1`` method names a gene set by
+enrichment analysis)."""
 
 from __future__ import annotations
 
@@ -23,3 +25,14 @@ class ImportedModel:
 
     def complete(self, request: CompletionRequest):
         raise ModelError("an imported model answers no prompt: its answers are read")
+
+
+class EnrichmentModel:
+    def __init__(self, spec: dict):
+        self.spec = spec
+
+    def identity(self) -> dict:
+        return {"backend": "enrichment", "tool": "g:Profiler g:GOSt (recorded or live)"}
+
+    def complete(self, request: CompletionRequest):
+        raise ModelError("the enrichment backend answers no prompt: it is no language model")

@@ -49,6 +49,11 @@ class OpenAIModel:
             max_retries=spec.get("retries", 4),
         )
 
+    @property
+    def supports_tools(self) -> bool:
+        """Chat servers take tools through the API's function calling."""
+        return self.api == "chat"
+
     def identity(self) -> dict:
         identity = {
             "backend": "openai",
@@ -68,12 +73,21 @@ class OpenAIModel:
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
         }
+        calls = None
         try:
             if self.api == "chat":
-                messages = [{"role": "user", "content": request.prompt}]
+                messages = list(request.messages or [{"role": "user", "content": request.prompt}])
+                if request.tools:
+                    args["tools"] = list(request.tools)
+                    args.pop("stop")
                 reply = self._client.chat.completions.create(messages=messages, **args)
                 choice = reply.choices[0]
                 text = choice.message.content or ""
+                if choice.message.tool_calls:
+                    calls = tuple(
+                        {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+                        for c in choice.message.tool_calls
+                    )
             else:
                 reply = self._client.completions.create(prompt=request.prompt, **args)
                 choice = reply.choices[0]
@@ -93,6 +107,7 @@ class OpenAIModel:
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,
             finish_reason=choice.finish_reason,
+            tool_calls=calls,
         )
 
 

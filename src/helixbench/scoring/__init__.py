@@ -9,6 +9,8 @@ Which scorers score a task comes from the config's ``scoring`` section:
 - ``alias_recall``: case-insensitive recall of the gold aliases (sequence gene alias).
 - ``rouge1``, ``rouge2``, ``rougeL``: ROUGE F-measure, Porter-stemmed (:mod:`.text`).
 - ``embedding``: cosine similarity of sentence embeddings (:mod:`.text`).
+- ``percentile``: the background percentile of the true gene-set name among
+  candidate names, by the embedding model (:mod:`.text`).
 - ``judge``: a model from the registry grades 1 / 0.5 / 0 (:mod:`.judge`).
 - ``extracted``: ``genegpt`` on the answer a per-task rule extracts from a wordy
   final text (:mod:`.extract`); ``model_extracted``: the same with a model from the
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from .extract import extract_answer
 from .genegpt import genegpt_score
 from .strict import alias_recall, strict_score
-from .text import ROUGE_TYPES, EmbeddingScorer, rouge_scorer_for
+from .text import ROUGE_TYPES, EmbeddingScorer, PercentileScorer, rouge_scorer_for
 
 Scorer = Callable[..., "float | None"]
 
@@ -53,7 +55,7 @@ PLAIN_SCORERS: dict[str, Scorer] = {
     "alias_recall": alias_recall,
     **{name: rouge_scorer_for(name) for name in ROUGE_TYPES},
 }
-SCORER_NAMES = (*PLAIN_SCORERS, "embedding", "judge", "model_extracted")
+SCORER_NAMES = (*PLAIN_SCORERS, "embedding", "percentile", "judge", "model_extracted")
 # Scorers whose score says right (1) or wrong (below 1); the others grade a free text.
 CORRECTNESS_SCORERS = frozenset(
     {"genegpt", "extracted", "model_extracted", "strict", "alias_recall", "judge"}
@@ -68,6 +70,11 @@ DEFAULT_SCORING = {
     "tasks": {
         "SNP gene function": ["rougeL", "rouge1", "rouge2", "embedding"],
         "sequence gene alias": ["alias_recall"],
+        # Gene-set names as GeneAgent scores them: similarity, ROUGE, background percentile.
+        **{
+            task: ["embedding", "rougeL", "rouge1", "rouge2", "percentile"]
+            for task in ("GO", "NeST", "MSigDB", "GO toy", "NeST toy", "MSigDB toy")
+        },
     },
 }
 
@@ -82,13 +89,17 @@ class Scorers:
     """The scorers one score job uses, each built once (the embedding model and the
     judge load on first use)."""
 
-    def __init__(self, scoring: dict, models: dict | None = None, model_cache=None):
+    def __init__(
+        self, scoring: dict, models: dict | None = None, model_cache=None, candidates=None
+    ):
         """``models``: the config entries (name -> spec) of the models the model-based
-        scorers ask (``scoring.judge.model``, ``scoring.extractor.model``)."""
+        scorers ask (``scoring.judge.model``, ``scoring.extractor.model``);
+        ``candidates``: the default background names of ``percentile``."""
         self.scoring = scoring
         self._built: dict[str, Scorer] = {}
         self._models = models or {}
         self._model_cache = model_cache
+        self._candidates = candidates or []
 
     def get(self, name: str) -> Scorer:
         if name not in self._built:
@@ -100,6 +111,12 @@ class Scorers:
             return PLAIN_SCORERS[name]
         if name == "embedding":
             return EmbeddingScorer(self.scoring.get("embedding"))
+        if name == "percentile":
+            path = self.scoring.get("percentile", {}).get("candidates")
+            candidates = self._candidates
+            if path:  # a larger background: one name a line
+                candidates = [n.strip() for n in open(path, encoding="utf-8") if n.strip()]
+            return PercentileScorer(self.get("embedding"), candidates)
         if name in MODEL_SCORERS:
             key = MODEL_SCORERS[name]
             model = self.scoring.get(key, {}).get("model")

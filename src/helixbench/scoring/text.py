@@ -114,3 +114,41 @@ class EmbeddingScorer:
         )
         # Scores live in [0, 1]: an (unseen in practice) negative cosine counts as 0.
         return float(max(0.0, min(1.0, vectors[0] @ vectors[1])))
+
+    def encode(self, texts: list[str]):
+        return self.model().encode(
+            [clean_text(t) for t in texts], normalize_embeddings=True, convert_to_numpy=True
+        )
+
+
+class PercentileScorer:
+    """The background percentile of the true name (Hu et al.; GeneAgent, Fig. 2c): the
+    share of candidate names less similar to the answer than the true name is, by the
+    embedding scorer's model. 1: the true name is the closest of all candidates.
+
+    ``candidates``: the background names (the gold itself is left out of them).
+    """
+
+    def __init__(self, embedding: EmbeddingScorer, candidates: list[str]):
+        self.embedding = embedding
+        self.candidates = list(dict.fromkeys(c for c in candidates if c))
+        self._matrix = None
+
+    def identity(self) -> dict:
+        return {"embedding": self.embedding.identity(), "candidates": len(self.candidates)}
+
+    def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
+        if not isinstance(gold, str) or not self.candidates:
+            return None
+        if not clean_text(answer or ""):
+            return 0.0
+        if self._matrix is None:
+            self._matrix = self.embedding.encode(self.candidates)
+        answer_vector, gold_vector = self.embedding.encode([answer, gold])
+        true = float(answer_vector @ gold_vector)
+        others = [
+            float(s)
+            for name, s in zip(self.candidates, self._matrix @ answer_vector, strict=True)
+            if clean_text(name) != clean_text(gold)
+        ]
+        return sum(s < true for s in others) / len(others)

@@ -23,6 +23,13 @@ class ToolRequest:
     question_id: str
     index: int  # the model call (0-based) whose completion asked for this URL
     needed_bytes: int | None = None  # the caller keeps this much of a reply (None: all)
+    # A POST: its body (JSON, or multipart form fields), sent as ``body_kind`` says.
+    body: dict | None = None
+    body_kind: str = "json"  # "json" | "form"
+
+    @property
+    def method(self) -> str:
+        return "GET" if self.body is None else "POST"
 
 
 @dataclass(frozen=True)
@@ -44,11 +51,14 @@ class ToolResult:
             return f"Error: {self.error}"
         return self.body if self.body is not None else (self.text or "")
 
+    method: str = "GET"
+
     def describe(self, rendered: str) -> dict:
         """The transcript entry for this call."""
         size = len(self.body) if self.body is not None else len((self.text or "").encode())
         return {
             "url": self.url,
+            "method": self.method,
             "status": self.status,
             "bytes": size,
             "cache": self.cache,

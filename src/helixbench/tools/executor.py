@@ -34,6 +34,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import requests
 
 from .. import __version__
+from ..digests import sha256_json
 from . import ToolRequest, ToolResult
 from .cache import CachedReply, ReplyCache, utc_now
 from .ratelimit import RateLimiter
@@ -152,23 +153,33 @@ class ToolExecutor:
             host = check_url(request.url, self._allowed)
         except UnsafeURL as exc:
             return ToolResult(shown, request.index, error=f"refused: {exc}")
-        key = canonical_url(request.url)
+        key = request_key(request)
         mode = self.settings.mode
         cached = self.cache.get(key)
         if cached is not None and not cached.serves(request.needed_bytes):
             cached = None
+        method = request.method
         if cached is not None and mode in ("offline", "live"):
-            return self._from_cache(shown, request.index, cached, "hit")
+            return replace(self._from_cache(shown, request.index, cached, "hit"), method=method)
         if mode == "offline":
             return ToolResult(
-                shown, request.index, error="offline: not in the tool cache", cache="miss"
+                shown,
+                request.index,
+                error="offline: not in the tool cache",
+                cache="miss",
+                method=method,
             )
         try:
-            reply = self._fetch_tool(host, request.url)
+            if request.body is None:
+                reply = self._fetch_tool(host, request.url)
+            else:
+                reply = self._http(host, request.url, (request.body_kind, request.body))
         except _Failure as exc:
             if cached is not None:  # refresh mode: the network failed, the cache still answers
-                return self._from_cache(shown, request.index, cached, "stale")
-            return ToolResult(shown, request.index, error=str(exc), cache="miss")
+                return replace(
+                    self._from_cache(shown, request.index, cached, "stale"), method=method
+                )
+            return ToolResult(shown, request.index, error=str(exc), cache="miss", method=method)
         stored = CachedReply(
             key=key,
             url=shown,
@@ -182,7 +193,7 @@ class ToolExecutor:
         )
         self.cache.put(stored)
         result = self._from_cache(shown, request.index, stored, "miss")
-        return replace(result, attempts=reply.attempts)
+        return replace(result, attempts=reply.attempts, method=method)
 
     @staticmethod
     def _from_cache(url: str, index: int, reply: CachedReply, how: str) -> ToolResult:
@@ -282,8 +293,9 @@ class ToolExecutor:
     def _redact(self, text: str) -> str:
         return redact(text, [self._api_key] if self._api_key else [])
 
-    def _http(self, host: str, url: str) -> _Reply:
-        """GET ``url`` (a checked public URL) politely; a _Failure once retries are spent."""
+    def _http(self, host: str, url: str, body: tuple[str, dict] | None = None) -> _Reply:
+        """GET ``url`` (a checked public URL), or POST ``body`` (its kind and fields) to
+        it, politely; a _Failure once retries are spent."""
         settings = self.settings
         redirects, attempt, started = 0, 0, time.perf_counter()
         while True:
@@ -291,9 +303,9 @@ class ToolExecutor:
             self._limiter(host).acquire()
             key, shown = canonical_url(url), strip_secrets(url)
             at, t0 = utc_now(), time.perf_counter()
-            status, body, error, retry_after = None, b"", None, None
+            status, content, error, retry_after = None, b"", None, None
             try:
-                status, body, headers = self._get(self._send_url(host, url))
+                status, content, headers = self._send(self._send_url(host, url), body)
                 retry_after = _retry_after(headers.get("Retry-After"))
                 location = headers.get("Location")
             except requests.Timeout:
@@ -307,7 +319,7 @@ class ToolExecutor:
                 )
                 raise
             elapsed = time.perf_counter() - t0
-            self.cache.log_request(key, shown, attempt, at, elapsed, status, len(body), error)
+            self.cache.log_request(key, shown, attempt, at, elapsed, status, len(content), error)
             if status in REDIRECT_STATUSES and location:
                 redirects += 1
                 target = self._unroute(urljoin(self._route(url), location))
@@ -321,7 +333,7 @@ class ToolExecutor:
                 continue
             retryable = error is not None or status in RETRY_STATUSES
             if not retryable:
-                return _Reply(status, body, attempt, time.perf_counter() - started)
+                return _Reply(status, content, attempt, time.perf_counter() - started)
             what = error or f"HTTP {status}"
             if attempt > settings.retries:
                 raise _Failure(f"{what} after {attempt} attempts")
@@ -334,12 +346,22 @@ class ToolExecutor:
             log.info("%s from %s; retry %d in %.1f s", what, host, attempt, delay)
             time.sleep(delay)
 
-    def _get(self, url: str) -> tuple[int, bytes, Mapping[str, str]]:
+    def _send(
+        self, url: str, body: tuple[str, dict] | None
+    ) -> tuple[int, bytes, Mapping[str, str]]:
         settings = self.settings
         deadline = time.monotonic() + settings.timeout_s
-        with self._session.get(
-            url, stream=True, allow_redirects=False, timeout=settings.timeout_s
-        ) as response:
+        if body is None:
+            sent = self._session.get(
+                url, stream=True, allow_redirects=False, timeout=settings.timeout_s
+            )
+        else:
+            kind, fields_ = body
+            payload = {"json": fields_} if kind == "json" else {"files": _form(fields_)}
+            sent = self._session.post(
+                url, stream=True, allow_redirects=False, timeout=settings.timeout_s, **payload
+            )
+        with sent as response:
             chunks, size = [], 0
             for chunk in response.iter_content(65536):
                 size += len(chunk)
@@ -349,6 +371,19 @@ class ToolExecutor:
                     raise requests.Timeout()
                 chunks.append(chunk)
             return response.status_code, b"".join(chunks), response.headers
+
+
+def request_key(request: ToolRequest) -> str:
+    """The cache key of a call: its canonical URL, and for a POST the digest of its body."""
+    key = canonical_url(request.url)
+    if request.body is not None:
+        key += "#post:" + sha256_json([request.body_kind, request.body])
+    return key
+
+
+def _form(fields_: dict) -> dict:
+    """Multipart form fields as ``requests`` sends them (no file names)."""
+    return {name: (None, str(value)) for name, value in fields_.items()}
 
 
 def _retry_after(value: str | None) -> float | None:
