@@ -218,8 +218,11 @@ def test_a_go_set_never_reaches_gprofiler(mirror, tmp_path):
         spec = {"backend": "openai", "api": "chat", "model": "m", "base_url": llm.base_url,
                 "api_key_env": None}  # fmt: skip
         tools = _tools(tmp_path, server, "GO")
-        result = GeneAgent().run(go.id, go.text, create_model(spec), tools)
+        result = GeneAgent(max_tool_rounds=1).run(go.id, go.text, create_model(spec), tools)
         assert result.answer == "photoreceptor outer segment organization"
+        # One round spent: the model is asked for its report, the tools still declared.
+        final = llm.state.received[3][1]
+        assert final["messages"][-1]["content"].startswith("No more tool calls") and final["tools"]
         offered = {t["function"]["name"] for t in llm.state.received[2][1]["tools"]}
         assert "get_enrichment_for_gene_set" not in offered
         # The model asked for it anyway: a recorded tool error, nothing sent.

@@ -347,7 +347,10 @@ class GeneAgent:
                 call = session.tool(tools, c["name"], arguments)
                 messages.append({"role": "tool", "tool_call_id": c["id"], "content": call.text})
         messages.append({"role": "user", "content": "No more tool calls. " + VERIFY_FINISH})
-        return _report(session.ask(prompt, self.max_tokens, messages=messages).text)
+        # The tools stay declared (a conversation with tool calls needs them); a call
+        # the model still makes is not run: its text is the report.
+        final = session.ask(prompt, self.max_tokens, messages=messages, tools=tools.schemas())
+        return _report(final.text)
 
     def _verify_by_text(self, session, tools, prompt: str) -> str:
         transcript = prompt + TEXT_PROTOCOL.format(tools=tools.describe_for_text())
