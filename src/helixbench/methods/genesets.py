@@ -1,9 +1,10 @@
 """Naming gene sets (GeneAgent's task): three methods, one record per set.
 
 - ``closed-book``: the model names the set's most prominent process from the genes
-  alone, with a fixed prompt (Hu et al.'s, as GeneAgent uses it) whose last line asks
-  for the name as a ``Process: <name>`` line at the top of the reply; the first such
-  line is parsed (a reply without one is recorded as ``parse_error`` and scores 0).
+  alone, with a fixed prompt (after Hu et al.'s, which GeneAgent uses) that asks for
+  the name as a ``Process: <name>`` line; the first such line is parsed (a reply
+  without one is recorded as ``parse_error`` and scores 0). SmolLM2-135M writes the
+  line for 4 of the 6 toy sets with this wording, for none when asked to put it first.
 - ``geneagent``: GeneAgent's cascade (paper, Methods): generation; claims about the
   name; verification of each claim with tools; modification; claims about the
   narrative; verification; summarisation. A claim's verification first asks the
@@ -39,8 +40,9 @@ GENERATE = """{system}
 Write a short critical analysis of the biological processes performed by this system \
 of interacting proteins, and propose a brief name for its most prominent process.
 Be concise, specific and factual; for each function you name, give its genes.
+End your reply with one line of the form "Process: <name>".
+
 Genes: {genes}
-Put the name at the top of your reply, as one line "Process: <name>".
 """
 CLAIMS = """You are a careful fact-checker of gene-set analyses.
 Here is {what} for the gene set {genes}:
@@ -78,7 +80,7 @@ Verification report of claims about the process name:
 If every claim is supported, keep the name and the analysis. Otherwise replace the \
 name by the most significant function the report supports (be concise) and revise the \
 analysis around it.
-Put the name at the top of your reply, as one line "Process: <name>".
+End your reply with one line of the form "Process: <name>".
 """
 SUMMARISE = """{system}
 Genes: {genes}
@@ -91,7 +93,7 @@ Verification report of claims about the analysis:
 Revise the analysis by the report, leaving out what it did not support. Keep the name \
 unless none of its claims is supported; then propose a new brief name for the function \
 the genes jointly perform according to the report.
-Put the name at the top of your reply, as one line "Process: <name>".
+End your reply with one line of the form "Process: <name>".
 """
 
 PROCESS_LINE = re.compile(r"^[\s*#>_-]*process\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
