@@ -239,6 +239,7 @@ class Plan:
         for task in self.tasks:
             grouped.setdefault((task.model, task.method), []).append(task)
         self.runs = [Run(tuple(tasks)) for tasks in grouped.values()]
+        self._pinned = None
         # Snakemake asks for a job's run once per input function: keep lookups O(1).
         self._by_wildcards = {(r.model, r.method): r for r in self.runs}
         self._by_recording = {
@@ -269,7 +270,9 @@ class Plan:
 
     def pinned(self, relpath: str) -> UpstreamFile | None:
         """The planned upstream file at ``relpath`` (pinned by the manifest or the config)."""
-        return {f.relpath: f for f in self.upstream_files()}.get(relpath)
+        if self._pinned is None:  # asked once per fetch job: index the files once
+            self._pinned = {f.relpath: f for f in self.upstream_files()}
+        return self._pinned.get(relpath)
 
     def endpoints(self) -> dict[str, int]:
         """Resource name -> concurrent jobs allowed, for every model server in the plan."""
@@ -327,11 +330,6 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
         # Replayed and imported runs call no tool: their replies are recorded.
         replay = model_spec["backend"] in ("replay", "imported")
         mode = run.get("tools") or ("replay" if replay else tools_config.get("mode", "offline"))
-        if (model_spec["backend"] == "imported") != (method_spec["kind"] == "imported"):
-            raise ConfigError(
-                f"{where}: an imported model takes the method 'imported' (a method of kind "
-                f"imported), and only it does ({run['model']} x {run['method']})"
-            )
         benchmarks = run.get("benchmarks", config.get("benchmarks", []))
         _check_pairing(where, run, benchmarks, model_spec, method_spec)
         if model_spec["backend"] == "imported" and run["model"] not in sources:
@@ -345,7 +343,7 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
         shards = run.get("shards", config.get("shards", 1))
         for benchmark in benchmarks:
             new, new_notes = _run_tasks(
-                run, model_spec, method_spec, benchmark, shards, mirror, where, sources
+                run, model_spec, method_spec, benchmark, shards, mirror, sources
             )
             if run.get("tasks"):  # a run restricted to some tasks (by name or slug)
                 wanted = set(run["tasks"])
@@ -398,6 +396,11 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
         )
     if backend == "replay" and kind != "genegpt":
         raise ConfigError(f"{where}: a replayed recording needs a genegpt method ({label})")
+    if (backend == "imported") != (kind == "imported"):
+        raise ConfigError(
+            f"{where}: an imported model takes the method 'imported' (a method of kind "
+            f"imported), and only it does ({label})"
+        )
 
 
 def resolve_scoring(config: dict) -> dict:
@@ -491,7 +494,7 @@ def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | No
     )
 
 
-def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where, sources):
+def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, sources):
     base = {"model": run["model"], "method": run["method"], "benchmark": benchmark}
     if model_spec["backend"] == "imported":
         return _imported_tasks(run, model_spec, method_spec, benchmark, shards, mirror, sources)
@@ -507,8 +510,6 @@ def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, where, s
             f"models.{run['model']}.recording: unknown recording {recording!r}; "
             f"known: {', '.join(RECORDINGS)}"
         )
-    if method_spec.get("kind") != "genegpt":
-        raise ConfigError(f"{where}: a replayed {recording} run needs a genegpt method")
     mask = method_spec["mask"]
     recorded = {r.task: r for r in recorded_runs(recording, benchmark, mask)}
     files = {task: (r.file, {"recorded": r}) for task, r in recorded.items()}

@@ -83,7 +83,9 @@ def _task_setup(spec, task, questions, shared_model, all_questions) -> _TaskSetu
         method = create_method(spec["method_spec"], recorded_terms=terms)
         # GeneAgent's tools are masked for the set's dataset; enrichment as a method is not.
         dataset = GENESET_DATASET[task["task"]] if kind == "geneagent" else None
-        tools = GeneSetTools(geneset_executor(spec["tools"]["mode"]), dataset)
+        tools = None  # closed-book calls no tool
+        if kind != "closed-book":
+            tools = GeneSetTools(geneset_executor(spec["tools"]["mode"]), dataset)
         snap = None
     else:
         recorded = load_recording(Path(task["recording"])) if task.get("recording") else []
