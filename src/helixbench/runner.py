@@ -166,7 +166,7 @@ def run_shard(
 def _recorded_terms(path: str | None, questions, every) -> dict[str, str] | None:
     """Question text -> GeneAgent's recorded top enrichment term. The recorded list
     follows the MSigDB file's row order; a toy set finds its term by its set id."""
-    if path is None or not Path(path).exists():
+    if path is None:
         return None
     terms = json.loads(Path(path).read_text())
     msigdb = sorted((q for q in every if q.task == "MSigDB"), key=lambda q: q.index)
