@@ -2,9 +2,10 @@
 
 It serves recorded replies (or a deterministic echo), runs BLAST searches that are
 WAITING for a few status checks and then READY, injects faults on request (429
-with Retry-After, 500, a stalled reply, a redirect), answers 429 whenever its own
-rate limit is exceeded, and records every request it receives. It listens on
-127.0.0.1 only.
+with Retry-After, 500, a stalled reply, a redirect, an error that repeats the
+query string back, a reply cut short of its Content-Length, a broken gzip body),
+answers 429 whenever its own rate limit is exceeded, and records every request it
+receives. It listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -72,11 +73,19 @@ class _Handler(QuietHandler):
             state.received.append(Received(now, parts.path, query, status))
         if fault and fault[0] == "stall":
             time.sleep(fault[1])
+        length = len(body)
+        if fault and fault[0] == "short":  # promise more than is sent, then close
+            status, body, length = 200, b'{"esearchresult": {"idl', 4096
+            self.close_connection = True
+        if fault and fault[0] == "badgzip":
+            status, body = 200, b"\x1f\x8b\x08\x00not really gzip"
+            headers = {**headers, "Content-Encoding": "gzip"}
+            length = len(body)
         try:
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Length", str(length))
             self.end_headers()
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
@@ -92,6 +101,9 @@ class _Handler(QuietHandler):
                 return 500, b"Internal Server Error", {}
             if kind == "redirect":
                 return 302, b"", {"Location": fault[1]}
+            if kind == "echo":  # an error that repeats the request back, key and all
+                raw = urlsplit(self.path).query
+                return 400, f'{{"error": "invalid request: {raw}"}}'.encode(), {}
         if path.startswith("/entrez/eutils/"):
             if state.eutils_rate is not None:
                 window = state._eutils_times

@@ -4,7 +4,9 @@
 Its "model" answers from a script (or echoes the prompt's last line), honours
 stop strings and ``max_tokens`` (whitespace tokens) as a real server does, refuses
 prompts past a context limit with OpenAI's error shape, injects faults on request
-(429 with Retry-After, 500, a stall), and records every request it receives.
+(429 with Retry-After, 500, a stall, any raw reply), lists what it serves at
+``GET /v1/models``, can hold a shared context pool that concurrent requests
+overflow (as llama.cpp's slots do), and records every request it receives.
 """
 
 from __future__ import annotations
@@ -23,8 +25,20 @@ class OpenAIServerState:
     script: collections.deque = field(default_factory=collections.deque)
     context_chars: int = 100_000  # a prompt longer than this is refused
     faults: collections.deque = field(default_factory=collections.deque)
-    received: list = field(default_factory=list)  # (path, body, headers)
+    received: list = field(default_factory=list)  # (path, body, headers) of each POST
+    listings: int = 0  # GET /v1/models requests
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # GET /v1/models: the entries it lists (llama.cpp adds a volatile "created").
+    served: list = field(default_factory=lambda: [{"id": "test-model", "owned_by": "test"}])
+    fingerprint: str | None = None  # a reply's system_fingerprint
+    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
+    # A shared context pool (llama.cpp's -c over its slots): prompt characters in
+    # flight at once past it are refused with llama.cpp's 500; each request is held
+    # ``hold_s`` seconds so that concurrent ones overlap.
+    pool_chars: int | None = None
+    hold_s: float = 0.0
+    in_flight: int = 0
+    overflows: int = 0
 
 
 class OpenAIServer(LoopbackServer):
@@ -35,6 +49,16 @@ class OpenAIServer(LoopbackServer):
 
 class _Handler(QuietHandler):
     state: OpenAIServerState
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        with self.state.lock:
+            self.state.listings += 1
+        if self.path.rstrip("/").endswith("/v1/models"):
+            entries = [
+                {**e, "object": "model", "created": int(time.time())} for e in self.state.served
+            ]
+            return self._send(200, {"object": "list", "data": entries})
+        return self._send(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
@@ -51,12 +75,30 @@ class _Handler(QuietHandler):
                 return self._send(429, {"error": error}, {"Retry-After": str(fault[1])})
             elif kind == "500":
                 return self._send(500, {"error": {"message": "server error", "type": "server"}})
+            elif kind == "raw":  # ("raw", status, body bytes): any reply at all
+                return self._send_bytes(fault[1], fault[2])
         if self.path.endswith("/chat/completions"):
             prompt = body["messages"][-1].get("content") or ""
         elif self.path.endswith("/completions"):
             prompt = body["prompt"]
         else:
             return self._send(404, {"error": {"message": "not found"}})
+        if self.state.pool_chars is not None:
+            with self.state.lock:
+                full = self.state.in_flight + len(prompt) > self.state.pool_chars
+                self.state.overflows += full
+                if not full:
+                    self.state.in_flight += len(prompt)
+            if full:  # llama.cpp's words when its shared pool is exhausted
+                error = {
+                    "code": 500,
+                    "message": "Context size has been exceeded.",
+                    "type": "server_error",
+                }
+                return self._send(500, {"error": error})
+            time.sleep(self.state.hold_s)
+            with self.state.lock:
+                self.state.in_flight -= len(prompt)
         if len(prompt) > self.state.context_chars:
             error = {
                 "message": f"This model's maximum context length is {self.state.context_chars} "
@@ -88,6 +130,8 @@ class _Handler(QuietHandler):
             "completion_tokens": len(text.split()),
             "total_tokens": len(prompt.split()) + len(text.split()),
         }
+        if self.state.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.state.cached_tokens}
         if self.path.endswith("/chat/completions"):
             message = {"role": "assistant", "content": text}
             if calls:
@@ -105,10 +149,14 @@ class _Handler(QuietHandler):
             "choices": [choice],
             "usage": usage,
         }
+        if self.state.fingerprint:
+            reply["system_fingerprint"] = self.state.fingerprint
         self._send(200, reply)
 
     def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(status, json.dumps(payload).encode(), headers)
+
+    def _send_bytes(self, status: int, data: bytes, headers: dict | None = None) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -159,3 +159,40 @@ def test_http_download_retries_then_verifies(tmp_path):
         assert not (tmp_path / "g.json").exists()
     finally:
         server.close()
+
+
+def test_malformed_json_names_the_file_and_line(tmp_path):
+    from helixbench.errors import DataError
+    from helixbench.jsonfiles import read_json, read_jsonl
+    from helixbench.recordings import load_recording
+
+    broken = tmp_path / "recording.json"
+    broken.write_text('[["q", "g", "a", []],\n  ["q2", ')
+    with pytest.raises(DataError, match=rf"{broken}: not valid JSON \(.* at line 2, column"):
+        load_recording(broken)
+    lines = tmp_path / "shard.jsonl"
+    lines.write_text('{"a": 1}\n\n{"b": \n')
+    with pytest.raises(DataError, match=rf"{lines}, line 3: not valid JSON"):
+        read_jsonl(lines)
+    with pytest.raises(DataError, match="not UTF-8"):
+        (tmp_path / "bin.json").write_bytes(b"\xff\xfe")
+        read_json(tmp_path / "bin.json")
+
+
+def test_an_upstream_file_changed_after_download_is_detected(mirror, tmp_path):
+    """A local copy under resources/upstream is checked against its pin when read:
+    an edit is an error naming the file, not a silently different result."""
+    from helixbench.errors import DataError
+    from helixbench.plan import upstream_path
+    from helixbench.recordings import load_recording, recorded_runs
+
+    run = next(r for r in recorded_runs("genegpt-2023", "geneturing", "001001"))
+    local = tmp_path / upstream_path(run.file)
+    fetch(run.file.url, local, run.file.sha256, mirror=mirror)
+    assert load_recording(local)  # as downloaded: read
+    data = local.read_bytes()
+    local.write_bytes(data.replace(b"PSMB10", b"PSMB11", 1))
+    with pytest.raises(DataError, match=rf"{local} was changed after it was downloaded"):
+        load_recording(local)
+    local.write_bytes(data)
+    assert load_recording(local)

@@ -139,10 +139,11 @@ def test_extractor_leaves_bare_answers_alone():
     )
 
 
-def test_extractor_changes_no_score_of_genegpts_own_runs(mirror):
-    """Every mirrored GeneGPT recording: extracted == upstream, question by question."""
+def test_extractor_keeps_its_promise_on_every_mirrored_recording(mirror):
+    """Every mirrored GeneGPT recording, question by question: a bare answer scores as
+    upstream scores it; any other never lower (scoring.extract states the promise)."""
     files = [f for f in manifest().values() if f.repo == "ncbi/GeneGPT" and "_results/" in f.path]
-    checked = 0
+    checked = raised = 0
     for file in files:
         local = mirror / file.relpath
         if not local.is_file():
@@ -150,12 +151,42 @@ def test_extractor_changes_no_score_of_genegpts_own_runs(mirror):
         task = file.path.rsplit("/", 1)[1].removesuffix(".json")
         for item in load_recording(local):
             upstream = genegpt_score(task, item.final_text, item.gold, item.question)
-            assert extracted_score(task, item.final_text, item.gold, item.question) == upstream, (
-                file.path,
-                item.question,
-            )
+            extracted = extracted_score(task, item.final_text, item.gold, item.question)
+            where = (file.path, item.question)
+            if is_bare(task, item.final_text):
+                assert extracted == upstream, where
+            elif upstream is not None:
+                assert extracted >= upstream, where
+                raised += extracted > upstream
             checked += 1
-    assert checked >= 1000  # 2 masks x 9 tasks + 2 GeneHop tasks, 50 each
+    assert checked >= 1000  # 2 masks x 9 tasks + 2 GeneHop tasks, 50 each, at least
+    # Mask 010000 (no demonstrations) answers in sentences; where mirrored, the
+    # extractor credits some of them, e.g. 0.5 for a disease's genes named in a hint.
+    rdta = "What are genes related to Distal renal tubular acidosis?"
+    mask_010000 = mirror / manifest_path("010000", "Gene disease association")
+    if mask_010000.is_file():
+        item = next(i for i in load_recording(mask_010000) if i.question == rdta)
+        task = "Gene disease association"
+        assert genegpt_score(task, item.final_text, item.gold) == 0
+        assert extracted_score(task, item.final_text, item.gold, item.question) == 0.5
+        assert raised >= 1
+
+
+def manifest_path(mask: str, task: str) -> str:
+    return next(
+        f.relpath
+        for f in manifest().values()
+        if f.repo == "ncbi/GeneGPT" and f.path == f"geneturing_results/{mask}/{task}.json"
+    )
+
+
+def test_extracted_never_scores_a_wordy_answer_below_upstream():
+    # Upstream gives half credit for the chromosome before the first ":"; the first
+    # range named lies on another chromosome.
+    task, text, gold = "Human genome DNA aligment", "chr8: perhaps chr9:100-200", "chr8:300-400"
+    assert genegpt_score(task, text, gold) == 0.5
+    assert extract_answer(task, text) == "chr9:100-200"
+    assert extracted_score(task, text, gold) == 0.5
 
 
 def _imported_config(*models: str, **sources) -> dict:
@@ -386,3 +417,36 @@ def test_model_extractor_through_the_registry(tmp_path):
         assert scorer("SNP gene function", "text", "gold") is None  # not an upstream task
     with pytest.raises(ConfigError, match="scoring.extractor.model"):
         resolve_scoring({"models": {}, "scoring": {"default": ["model_extracted"]}})
+
+
+def test_report_shows_a_sources_fields_as_text_not_markup():
+    """The config supplies an imported source's name, model, prompt, citation and
+    evaluator: report.md escapes them as the HTML report does."""
+    from helixbench.report import _imported_markdown
+
+    hostile = "[click](https://evil.example) <img src=x onerror=alert(1)> **bold** | x\n# h"
+    row = {
+        "run": "q / imported",
+        "benchmark": "geneturing",
+        "model": hostile,
+        "prompt": hostile,
+        "cite": hostile,
+        "commit": "d2d26e0e8308ff1fa0afc96a1dfff5e2af1190de",
+        "source": hostile,
+        "evaluator": hostile,
+        "claimed": 0.5,
+        "claimed_where": hostile,
+        "extracted": 0.8,
+        "genegpt": 0.7,
+    }
+    import pandas as pd
+
+    imports = pd.DataFrame(
+        [{"run": "q / imported", "benchmark": "geneturing", "questions": 1, "matched": 1,
+          "missing": 0, "unmatched": 0, "duplicates": 0}]
+    )  # fmt: skip
+    text = _imported_markdown([row], imports)
+    first = text.splitlines()[0]
+    assert "<img" not in text and "](https://evil" not in text and "**bold**" not in text
+    assert "&lt;img src=x onerror=alert\\(1\\)&gt;" in first and "\\[click\\]" in first
+    assert "\n# h" not in text  # a field cannot start a heading on its own line

@@ -65,6 +65,10 @@ def test_openai_backend_sends_stop_strings_and_reads_usage(server, api, monkeypa
         "api": api,
         "model": "test-model",
         "base_url": server.base_url,
+        "served": {
+            "id": "test-model",
+            "owned_by": "test",
+        },  # GET /v1/models, volatile fields left out
     }
 
 
@@ -94,6 +98,188 @@ def test_openai_backend_timeout_becomes_a_model_error(server):
     server.state.faults.extend([("500",)] * 2)
     with pytest.raises(ModelError, match="HTTP 500"):
         model.complete(request("Question: q\n"))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html>Bad gateway</html>",  # not JSON
+        b'{"choices": []}',  # no choice
+        b'{"error": {"message": "model overloaded", "type": "server_error"}}',  # status 200
+        b'{"choices": [{"index": 0}]}',  # a choice without text
+    ],
+)
+def test_a_malformed_200_reply_is_retried_then_a_model_error(server, body):
+    model = create_model(openai_spec(server, retries=2, backoff_s=0.01))
+    server.state.faults.append(("raw", 200, body))
+    completion = model.complete(request("Question: q\n"))  # retried like a 5xx
+    assert completion.text == "Answer: Question: q"
+    server.state.faults.extend([("raw", 200, body)] * 3)
+    with pytest.raises(ModelError, match="malformed reply after 3 attempts") as info:
+        model.complete(request("Question: q\n"))
+    assert not info.value.transient  # the server answers, wrongly: recorded as model_error
+    # In the loop: recorded for that call, and the question ends.
+    server.state.faults.extend([("raw", 200, body)] * 3)
+    result = GeneGPT("Header\n").run("q1", "What?", model, tools=None)
+    assert result.error == "model_error" and "malformed" in result.events[0].data["error"]
+
+
+# How each server we name refuses a prompt past its context window (status, body).
+REFUSALS = {
+    "openai": (
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 8192 tokens. However, your "
+                "messages resulted in 9000 tokens. Please reduce the length of the messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        },
+    ),
+    "vllm": (
+        400,
+        {
+            "object": "error",
+            "message": "This model's maximum context length is 2048 tokens. However, you "
+            "requested 2100 tokens (2000 in the messages, 100 in the completion). Please "
+            "reduce the length of the messages or completion.",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+    "vllm-decoder": (
+        400,
+        {
+            "object": "error",
+            "message": "The decoder prompt (length 9000) is longer than the maximum model "
+            "length of 8192. Make sure that `max_model_len` is no smaller than the number of "
+            "text tokens.",
+            "type": "BadRequestError",
+            "code": 400,
+        },
+    ),
+    "llama.cpp": (
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": "request (3001 tokens) exceeds the available context size (1024 "
+                "tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": 3001,
+                "n_ctx": 1024,
+            }
+        },
+    ),
+    "ollama": (500, {"error": {"message": "input exceeds context length", "type": "api_error"}}),
+}
+
+
+@pytest.mark.parametrize("server_name", sorted(REFUSALS))
+def test_each_servers_context_refusal_is_a_length_error(server, server_name):
+    import json
+
+    status, body = REFUSALS[server_name]
+    model = create_model(openai_spec(server, retries=0))
+    server.state.faults.append(("raw", status, json.dumps(body).encode()))
+    with pytest.raises(ContextLengthError) as info:
+        model.complete(request("Question: q\n"))
+    message = str(info.value)
+    assert message.startswith(f"HTTP {status}") and f"{status}: {status}" not in message
+    result_model = create_model(openai_spec(server, retries=0))
+    server.state.faults.append(("raw", status, json.dumps(body).encode()))
+    result = GeneGPT("Header\n").run("q1", "What?", result_model, tools=None)
+    assert result.error == "lengthError"
+
+
+def test_llamacpp_refusal_is_described_once(server):
+    import json
+
+    status, body = REFUSALS["llama.cpp"]
+    server.state.faults.append(("raw", status, json.dumps(body).encode()))
+    with pytest.raises(ContextLengthError) as info:
+        create_model(openai_spec(server, retries=0)).complete(request("q"))
+    assert str(info.value) == (
+        "HTTP 400 (exceed_context_size_error): request (3001 tokens) exceeds the available "
+        "context size (1024 tokens), try increasing it"
+    )
+
+
+def test_server_failures_are_transient_and_bad_requests_are_not(server):
+    model = create_model(openai_spec(server, retries=0, timeout_s=0.5))
+    server.state.faults.append(("500",))
+    with pytest.raises(ModelError) as info:
+        model.complete(request("q"))
+    assert info.value.transient
+    server.state.faults.append(("raw", 400, b'{"error": {"message": "bad", "type": "x"}}'))
+    with pytest.raises(ModelError) as info:
+        model.complete(request("q"))
+    assert not info.value.transient
+
+
+def test_a_full_context_pool_is_retried_one_at_a_time(server, tmp_path):
+    """Two jobs' prompts overflow the server's shared pool (llama.cpp's 500 "Context size
+    has been exceeded"): each backs off and retries, taking turns, and both complete."""
+    import threading
+
+    server.state.pool_chars, server.state.hold_s = 150, 0.3
+    spec = openai_spec(server, retries=0, backoff_s=0.05, capacity_retries=8)
+    models = [create_model(spec, lock_dir=tmp_path / "locks") for _ in range(3)]
+    results, errors = [], []
+
+    def ask(model, i):
+        try:
+            results.append(model.complete(request(f"{i} " + "x" * 100)).text)
+        except Exception as exc:  # noqa: BLE001 (collected for the assertion)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(m, i)) for i, m in enumerate(models)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 3
+    assert server.state.overflows >= 1  # the pool did overflow, and was waited out
+
+
+def test_served_model_is_part_of_the_identity(server, tmp_path):
+    """A model swapped behind the same URL (llama.cpp ignores the request's model) gets
+    none of the old model's cached answers."""
+    cache = tmp_path / "m.sqlite"
+    server.state.served = [
+        {"id": "/models/smol-q4.gguf", "owned_by": "llamacpp", "meta": {"size": 1}}
+    ]
+    first = create_model(openai_spec(server), cache=cache)
+    assert first.identity()["served"]["id"] == "/models/smol-q4.gguf"
+    assert first.complete(request("q")).cache == "miss"
+    assert create_model(openai_spec(server), cache=cache).complete(request("q")).cache == "hit"
+    server.state.served = [
+        {"id": "/models/smol-q8.gguf", "owned_by": "llamacpp", "meta": {"size": 2}}
+    ]
+    swapped = create_model(openai_spec(server), cache=cache).complete(request("q"))
+    assert swapped.cache == "miss"
+
+
+def test_fingerprint_model_and_cached_tokens_are_read(server):
+    server.state.fingerprint, server.state.cached_tokens = "b4567-abcdef", 3
+    completion = create_model(openai_spec(server)).complete(request("Question: q\n"))
+    assert completion.served == {"model": "test-model", "system_fingerprint": "b4567-abcdef"}
+    assert completion.reused_tokens == 3
+
+
+def test_a_cached_answer_keeps_its_original_latency_and_tokens(server, tmp_path):
+    cache = tmp_path / "m.sqlite"
+    server.state.faults.append(("stall", 0.3))
+    first = create_model(openai_spec(server), cache=cache).complete(request("Question: q\n"))
+    hit = create_model(openai_spec(server), cache=cache).complete(request("Question: q\n"))
+    assert hit.cache == "hit" and hit.latency_s >= 0.3
+    assert (hit.prompt_tokens, hit.completion_tokens) == (
+        first.prompt_tokens,
+        first.completion_tokens,
+    )
 
 
 def test_openai_api_needs_a_key():

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from helixbench.benchmarks import load_benchmark, write_questions
 from helixbench.plan import build_plan
 from helixbench.records import ShardWriter, read_records, without_timings
@@ -92,25 +94,11 @@ def test_sigkill_mid_shard_then_resume_gives_identical_records(upstream, mirror,
     run = build_plan(config, mirror).find("codex", "genegpt-slim")
     spec = run.spec()
     for task, task_spec in zip(run.tasks, spec["tasks"], strict=True):
-        # The job's inputs, made here as the workflow would: the recorded file and
-        # the demonstration snapshot extracted from it.
+        # The job's inputs, fetched here as the workflow would: the recorded file and
+        # the other files of its recorded run (its loop variant is read off them all).
         task_spec["recording"] = str(upstream(task.recorded.file.path))
-        task_spec["snapshot"] = str(tmp_path / f"{task.task_slug}.snapshot.json")
-        main(
-            [
-                "snapshot",
-                "--recording",
-                task_spec["recording"],
-                "--recording-name",
-                "genegpt-2023",
-                "--url",
-                task.recorded.file.url,
-                "--mask",
-                "001001",
-                "--out",
-                task_spec["snapshot"],
-            ]
-        )
+        task_spec["recording_group"] = [str(upstream(r.file.path)) for r in task.recorded_group]
+        assert task_spec["snapshot_from_recording"]
 
     reference = tmp_path / "reference" / "shard.jsonl"
     main(_shard_command(spec, 1, questions, reference))
@@ -144,3 +132,106 @@ def test_sigkill_mid_shard_then_resume_gives_identical_records(upstream, mirror,
     assert len({r["question_id"] for r in got}) == 50
     assert {r["task"] for r in got} == {"Gene alias", "Gene name conversion"}
     assert [without_timings(r) for r in got] == [without_timings(r) for r in want]
+
+
+def _loopback_shard(upstream, mirror, tmp_path, server, sample=8, **model):
+    """A shard spec of GeneGPT-slim on ``sample`` Gene alias questions with a model on
+    the loopback OpenAI server, and the questions file; the demonstration snapshot
+    (genegpt-2023's) is made here as the workflow would."""
+    from helixbench.methods.genegpt import recorded_snapshot
+    from helixbench.recordings import load_recording, recorded_header, snapshot_run
+
+    questions = tmp_path / "questions.jsonl"
+    write_questions(load_benchmark("geneturing", upstream("data/geneturing.json")), questions)
+    spec_of_model = {"backend": "openai", "model": "m", "base_url": server.base_url}
+    config = {
+        "models": {"local": {**spec_of_model, "api_key_env": None, "retries": 0, **model}},
+        "runs": [
+            {"model": "local", "method": "genegpt-slim", "tasks": ["gene-alias"], "sample": sample}
+        ],
+        "benchmarks": ["geneturing"],
+    }
+    spec = build_plan(config, mirror).find("local", "genegpt-slim").spec()
+    source = snapshot_run("genegpt-2023")
+    header = recorded_header(load_recording(upstream(source.file.path)))
+    recorded_snapshot(header, "111111", {"kind": "recorded"}).save(tmp_path / "snapshot.json")
+    spec["tasks"][0]["snapshot"] = str(tmp_path / "snapshot.json")
+    return spec, questions
+
+
+def test_a_server_that_goes_down_leaves_no_final_record_and_the_rerun_resumes(
+    upstream, mirror, tmp_path, monkeypatch
+):
+    """The model server fails after 4 questions: the shard stops after 3 transient
+    failures in a row (the job fails), keeps the 4 records, and the rerun asks the
+    server for exactly the questions that failed and the rest."""
+    from helixbench.cli import main
+
+    from .openai_server import OpenAIServer
+
+    monkeypatch.chdir(tmp_path)
+    with OpenAIServer() as server:
+        spec, questions = _loopback_shard(upstream, mirror, tmp_path, server)
+        out = tmp_path / "shard.jsonl"
+        # Each question asks once (the echo answers "Answer: ..."): 4 answers, then 500s.
+        server.state.faults.extend([None] * 4 + [("500",)] * 20)
+        with pytest.raises(SystemExit) as failed:
+            main(_shard_command(spec, 0, questions, out))
+        assert failed.value.code == 1
+        assert not out.exists()
+        partial = out.with_name(out.name + ".partial")
+        assert len(read_records(partial)) == 4
+        assert len(server.state.received) == 7  # 4 answered, then 3 failures in a row
+        server.state.faults.clear()
+        main(_shard_command(spec, 0, questions, out))
+        records = read_records(out)
+        assert len(records) == 8 and all(r["error"] is None for r in records)
+        assert len(server.state.received) == 7 + 4  # only the 4 questions not recorded
+
+
+def test_a_key_the_server_repeats_back_is_kept_nowhere(
+    upstream, mirror, tmp_path, monkeypatch, capsys
+):
+    """A 401 body that quotes the API key: the run records a model_error without it,
+    and no file the run writes, and no log line, holds it."""
+    from helixbench.cli import main
+
+    from .openai_server import OpenAIServer
+
+    key = "sk-proj-REPEATED0123456789"
+    monkeypatch.setenv("HELIXBENCH_TEST_KEY", key)
+    monkeypatch.chdir(tmp_path)
+    with OpenAIServer() as server:
+        spec, questions = _loopback_shard(
+            upstream, mirror, tmp_path, server, sample=2, api_key_env="HELIXBENCH_TEST_KEY"
+        )
+        body = json.dumps(
+            {"error": {"message": f"Incorrect API key provided: {key}.", "code": "invalid_api_key"}}
+        )
+        server.state.faults.extend([("raw", 401, body.encode())] * 2)
+        out = tmp_path / "shard.jsonl"
+        main(
+            [*_shard_command(spec, 0, questions, out), "--model-cache", str(tmp_path / "m.sqlite")]
+        )
+        assert server.state.received[0][2]["authorization"] == f"Bearer {key}"
+    records = read_records(out)
+    assert [r["error"] for r in records] == ["model_error", "model_error"]
+    assert "Incorrect API key provided: ***" in records[0]["events"][0]["data"]["error"]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+    logged = capsys.readouterr()
+    assert key not in logged.out + logged.err
+
+
+def test_records_never_hold_a_registered_secret(tmp_path):
+    from helixbench import secrets
+
+    secrets.register("tok-SHARDWRITER-0123456789")
+    out = tmp_path / "shard.jsonl"
+    writer = ShardWriter(out, "k")
+    event = {"type": "tool", "data": {"rendered": "b'echo tok-SHARDWRITER-0123456789'"}}
+    writer.append({"question_id": "a", "events": [event]})
+    writer.finalize(["a"])
+    assert b"tok-SHARDWRITER" not in out.read_bytes()
+    assert read_records(out)[0]["events"][0]["data"]["rendered"] == "b'echo ***'"

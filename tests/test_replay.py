@@ -7,17 +7,111 @@ import pytest
 from helixbench.methods.genegpt import GeneGPT
 from helixbench.models import CompletionRequest, ModelMiss
 from helixbench.models.replay import ReplayModel
-from helixbench.recordings import load_recording, recorded_header, recorded_tool_replies
+from helixbench.recordings import (
+    RecordedItem,
+    RecordingReader,
+    infer_loop,
+    load_recording,
+    recorded_header,
+    recorded_tool_replies,
+)
 from helixbench.tools import ToolRequest
 from helixbench.tools.replay import ReplayToolbox
+from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO, manifest
 
 
-def replay(items, header):
+def replay(items, header, max_calls=10, url_rule="first"):
     model = ReplayModel(items, {"backend": "replay"})
     ids = {item.question: f"q{i}" for i, item in enumerate(items)}
-    tools = ReplayToolbox(items, ids)
-    method = GeneGPT(header)
+    tools = ReplayToolbox(items, ids, url_rule)
+    method = GeneGPT(header, max_calls=max_calls, url_rule=url_rule)
     return [method.run(ids[item.question], item.question, model, tools) for item in items]
+
+
+def mirrored_runs(mirror) -> dict[str, list]:
+    """Every recorded GeneGPT run the mirror holds: run directory -> its task files."""
+    runs: dict[str, list] = {}
+    for file in manifest().values():
+        if file.repo == GENEGPT_REPO and file.commit == GENEGPT_COMMIT and "_results/" in file.path:
+            if (mirror / file.relpath).is_file():
+                runs.setdefault(file.path.rsplit("/", 1)[0], []).append(mirror / file.relpath)
+    return runs
+
+
+def test_every_mirrored_recording_replays_byte_for_byte(mirror):
+    """Each mirrored run through our loop, with the loop variant read off its files:
+    every model call hits its recorded prompt and every answer is the recorded one."""
+    reader, calls, runs = RecordingReader(), 0, mirrored_runs(mirror)
+    assert len(runs) >= 6  # 5 GeneTuring masks and GeneHop's E-utils run, at least
+    for files in runs.values():
+        group = [str(f) for f in files]
+        for path in group:
+            items = reader.items(path)
+            loop = reader.loop(path, group)
+            results = replay(items, recorded_header(items), **loop.settings())
+            events = [e for r in results for e in r.events if e.type == "model"]
+            assert all(e.data["cache"] == "hit" for e in events), (path, loop)
+            assert [r.answer for r in results] == [i.final_text for i in items], path
+            calls += len(events)
+    assert calls >= 6000
+
+
+def test_loop_variants_are_read_off_the_recordings(mirror):
+    """What the files show: a call cap where questions stopped with numError, the URL
+    rule where the two rules disagree on a completion."""
+    reader = RecordingReader()
+    found = {}
+    for run_dir, files in mirrored_runs(mirror).items():
+        group = [str(f) for f in files]
+        loops = [reader.loop(path, group) for path in group]
+        found[run_dir.rsplit("/", 1)[1]] = {(loop.max_calls, loop.url_rule) for loop in loops}
+    # Masks whose questions stopped at 5 calls, and mask 010000 whose completions
+    # mention URLs ("Hint: ... [https://...{gene_id}]") as final answers.
+    expected = {
+        "001001": {(None, "first")},
+        "111111": {(None, "first")},
+        "genehop_eutils_101110": {(10, "first")},
+        "000010": {(5, "first")},
+        "110111": {(5, "first")},
+        "010000": {(5, "last")},
+    }
+    assert {k: v for k, v in found.items() if k in expected} == expected
+
+
+def _item(final, *completions):
+    """A recorded item whose steps are ``completions`` (prompts are placeholders)."""
+    return RecordedItem("q", "g", final, [(f"p{i}", c) for i, c in enumerate(completions)])
+
+
+def test_infer_loop_rules_on_made_up_files():
+    url = "[https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene&term=X]"
+    hint = f"Hint: try {url}."  # a URL mentioned in a final answer
+    ending = f"Try {url}"  # a call under both rules
+    # Only the last rule explains a final answer that mentions a URL.
+    last = infer_loop({"a": [_item(hint, hint)]})["a"]
+    assert last.url_rule == "last" and last.max_calls is None
+    # Only the first rule explains a call whose URL is not at the end.
+    first = infer_loop({"a": [_item("x", f"{url} then", "x")]})["a"]
+    assert first.url_rule == "first"
+    # numError after 5 calls: the cap is 5; a file of the same run that shows no cap
+    # and no rule takes its sibling's.
+    capped = [_item("numError", *[ending] * 5)]
+    loops = infer_loop(
+        {"a": capped, "b": [_item("PSMB10", ending, "PSMB10")], "c": [_item(hint, hint)]}
+    )
+    assert {n: (lp.max_calls, lp.url_rule) for n, lp in loops.items()} == {
+        "a": (5, "last"),
+        "b": (5, "last"),
+        "c": (5, "last"),
+    }
+    # Files of one run that disagree keep what each shows alone.
+    loops = infer_loop({"a": [_item(hint, hint)], "b": [_item("x", f"{url} then", "x")]})
+    assert (loops["a"].url_rule, loops["b"].url_rule) == ("last", "first")
+    # Neither rule explains everything: the one wrong least often, with the count kept.
+    mixed = infer_loop(
+        {"a": [_item(hint, hint), _item("x", f"{url} then", "x"), _item(hint, hint)]}
+    )
+    assert mixed["a"].url_rule == "last" and mixed["a"].evidence["contradictions"]["last"] == 1
 
 
 @pytest.mark.parametrize(
@@ -67,3 +161,14 @@ def test_tool_replay_checks_the_url(recording):
     other = tools.call(ToolRequest(url + "&x=1", "q0", 0))
     assert other.error.startswith("replay: recorded call was")
     assert tools.call(ToolRequest(url, "q0", 7)).error == "replay: call not recorded"
+
+
+def test_a_five_call_recording_replays_only_with_its_cap(mirror):
+    """Mask 110111 stopped questions after 5 calls: replayed with upstream's final cap
+    of 10, the 6th call asks for a prompt that was never sent (a miss)."""
+    runs = mirrored_runs(mirror)
+    path = next(f for f in runs.get("geneturing_results/110111", []) if "Gene location" in f.name)
+    items = [i for i in load_recording(path) if i.final_text == "numError"][:2]
+    header = recorded_header(load_recording(path))
+    assert all(r.error == "model_miss" for r in replay(items, header, max_calls=10))
+    assert all(r.error == "numError" for r in replay(items, header, max_calls=5))

@@ -7,6 +7,7 @@ never reach the server at all.
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
 import time
 from pathlib import Path
 
@@ -166,6 +167,60 @@ def test_oversized_reply_is_not_kept(tmp_path, server):
     result = call(executor, ESEARCH + "BIG")
     assert "larger than 1000 bytes" in result.error
     assert executor.cache.get(canonical_url(ESEARCH + "BIG")) is None
+
+
+@pytest.mark.parametrize("fault", ["short", "badgzip"])
+def test_a_broken_reply_is_retried_and_every_attempt_logged(tmp_path, server, fault):
+    executor = ToolExecutor(settings(tmp_path, server))
+    server.state.faults.append((fault,))
+    result = call(executor, ESEARCH + "LMP10")
+    assert result.error is None and result.status == 200 and result.attempts == 2
+    with sqlite3.connect(executor.settings.cache) as db:
+        log = db.execute("SELECT attempt, status, error FROM requests ORDER BY id").fetchall()
+    assert [row[0] for row in log] == [1, 2]
+    assert log[0][2].startswith("broken reply") and log[1][1] == 200
+    server.state.faults.extend([(fault,)] * 4)  # past the retries: a tool error, logged
+    failed = call(executor, ESEARCH + "LMP11")
+    assert failed.error.startswith("broken reply") and "after 4 attempts" in failed.error
+    assert executor.cache.count("requests") == 2 + 4
+
+
+def test_every_spelling_of_a_url_is_routed_and_keyed_alike(tmp_path, server):
+    """Host case, the default port, no path, dot segments and doubled slashes: each is
+    the same request, to the same (routed) server, under one cache key."""
+    executor = ToolExecutor(settings(tmp_path, server))
+    path = "/entrez/eutils/esearch.fcgi?db=gene&term=LMP10"
+    spellings = [
+        "https://EUTILS.ncbi.nlm.nih.gov" + path,
+        "https://eutils.ncbi.nlm.nih.gov:443" + path,
+        "https://eutils.NCBI.nlm.nih.gov./entrez/./eutils//esearch.fcgi?db=gene&term=LMP10",
+        "https://eutils.ncbi.nlm.nih.gov/entrez/x/../eutils/esearch.fcgi?db=gene&term=LMP10",
+    ]
+    first = call(executor, spellings[0])
+    assert first.error is None and first.origin.startswith("live http://127.0.0.1")
+    assert first.url == "https://eutils.ncbi.nlm.nih.gov" + path
+    for url in spellings[1:]:
+        again = call(executor, url)
+        assert (again.error, again.cache, again.url) == (None, "hit", first.url), url
+    assert len(server.state.received) == 1
+    for url in (
+        "https://eutils.ncbi.nlm.nih.gov?db=gene&term=X",
+        "https://blast.ncbi.nlm.nih.gov//blast/./Blast.cgi?CMD=Put&QUERY=ACGT",
+    ):
+        result = call(executor, url)
+        assert result.origin and result.origin.startswith("live http://127.0.0.1"), url
+    assert [r.path for r in server.state.received[1:]] == ["/", "/blast/Blast.cgi"]
+
+
+def test_an_overlong_url_is_refused_and_kept_short(tmp_path, server):
+    executor = ToolExecutor(settings(tmp_path, server, http={"max_url_length": 100}))
+    url = ESEARCH + "A" * 10_000
+    result = call(executor, url)
+    assert result.error.startswith("refused: a URL of") and "max_url_length" in result.error
+    assert len(result.url) < 300 and result.url.endswith(f"({len(url)} characters)")
+    assert server.state.received == [] and executor.cache.count("replies") == 0
+    default = ToolExecutor(settings(tmp_path, server))
+    assert "limit is 8192" in call(default, ESEARCH + "A" * 9000).error
 
 
 # -- modes ----------------------------------------------------------------------------------
@@ -334,6 +389,9 @@ def test_api_key_reaches_ncbi_but_nothing_stored(tmp_path, server, monkeypatch):
     assert tool_event.data["url"] == ESEARCH + "LMP10"
     server.state.faults.extend([("500",)] * 4)  # an error message must not leak it either
     failed = call(executor, ESEARCH + "FAIL")
+    server.state.faults.append(("echo",))  # nor a reply that repeats the key back (cached)
+    echoed = call(executor, ESEARCH + "ECHO")
+    assert echoed.status == 400 and b"***" in echoed.body and secret.encode() not in echoed.body
     record = to_record(result, {"model": "scripted"}, 0.1)
     out = tmp_path / "results" / "shard.jsonl"
     out.parent.mkdir()

@@ -90,8 +90,20 @@ def test_default_workflow_reproduces_the_paper(mirror, paper_run):
 
     with open(report / "replay.csv") as fh:
         replay = list(csv.DictReader(fh))
-    assert list(replay[0]) == ["model", "method", "benchmark", "task", "calls", "hits", "misses"]
+    assert list(replay[0]) == [
+        "model",
+        "method",
+        "benchmark",
+        "task",
+        "calls",
+        "hits",
+        "misses",
+        "max_calls",
+        "url_rule",
+    ]
     assert len(replay) == 20
+    # The loop each recording was made with: no question of these hit a cap of 5.
+    assert {(r["max_calls"], r["url_rule"]) for r in replay} == {("10", "first")}
     assert all(r["calls"] == r["hits"] and r["misses"] == "0" for r in replay)
     assert sum(int(r["calls"]) for r in replay) == 2976
 
@@ -386,6 +398,14 @@ def test_offline_tools_from_the_seeded_cache_and_a_live_snapshot(mirror, tmp_pat
             "runs[0].model: unknown model 'gpt'",
         ),
         ({"runs": [{"model": "codex", "method": "slim"}]}, "runs[0].method: unknown method 'slim'"),
+        (
+            {"runs": [{"model": "codex", "method": "genegpt-slim", "tasks": ["Gene alais"]}]},
+            "runs[0].tasks: unknown task 'Gene alais'; the tasks are (geneturing: Gene alias,",
+        ),
+        (
+            {"prices": {"gpt-4o": {"prompt": 2.5, "completion": 10}}},
+            "prices.gpt-4o: unknown model 'gpt-4o'",
+        ),
     ],
 )
 def test_bad_config_names_the_key(mirror, tmp_path, change, message):
@@ -393,6 +413,29 @@ def test_bad_config_names_the_key(mirror, tmp_path, change, message):
     result = snakemake(tmp_path, config, "--dry-run", mirror=mirror)
     assert result.returncode != 0
     assert message in result.stdout + result.stderr
+
+
+def test_braces_in_config_strings_reach_the_jobs_as_written(mirror, tmp_path):
+    """An inline imported source's ``{task}`` (and braces anywhere in the config) are
+    passed to the jobs as they are, never read as Snakemake wildcards."""
+    source = {
+        "name": "mine {weird}",
+        "repo": "ielab/OpenBioLLM",
+        "commit": "d2d26e0e8308ff1fa0afc96a1dfff5e2af1190de",
+        "format": "genegpt",
+        "files": {"geneturing": "openbiollm/results/pre_qwen32b/geneturing/{task}.json"},
+        "model": "Qwen {x}",
+    }
+    config = {
+        "benchmarks": ["geneturing"],
+        "shards": 1,
+        "models": {"q": {"backend": "imported", "source": source}},
+        "runs": [{"model": "q", "method": "imported", "tasks": ["gene-alias"]}],
+    }
+    done = snakemake(tmp_path, config, mirror=mirror)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (tmp_path / "results" / "report" / "report.md").read_text()
+    assert "Qwen \\{x\\}" not in text and "Qwen {x}" in text and "mine {weird}" in text
 
 
 def test_missing_mirror_is_an_error(tmp_path):

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .jsonfiles import read_json, read_jsonl, read_text
 from .upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, GENEGPT_COMMIT, GENEGPT_REPO, lookup
 
 # Upstream data files, by benchmark.
@@ -103,7 +104,7 @@ class Question:
 
 def load_benchmark(benchmark: str, path: Path) -> list[Question]:
     """Questions of one upstream data file (``{task: {question: gold}}``), in file order."""
-    data = json.loads(Path(path).read_text())
+    data = read_json(path)
     questions = []
     for task, items in data.items():
         slug = slugify(task)
@@ -127,7 +128,7 @@ def load_genesets(task: str, path: Path) -> list[Question]:
     """The gene sets of one GeneAgent dataset file, in file order. Genes are given
     space- or comma-separated upstream; we keep them space-separated."""
     _file, id_column, name_column, genes_column = GENESET_FILES[task]
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path)
     delimiter = "\t" if str(path).endswith(".tsv") else ","
     slug = slugify(task)
     questions = []
@@ -169,8 +170,7 @@ def write_questions(questions: Iterable[Question], path: Path) -> None:
 
 
 def read_questions(path: Path) -> list[Question]:
-    with open(path) as fh:
-        return [Question(**json.loads(line)) for line in fh if line.strip()]
+    return [Question(**row) for row in read_jsonl(path)]
 
 
 def tasks_of(benchmark: str) -> list[str]:

@@ -42,16 +42,12 @@ def _questions(args) -> None:
 
 
 def _snapshot(args) -> None:
-    from .methods.genegpt import build_header
+    from .methods.genegpt import recorded_snapshot
     from .recordings import load_recording, recorded_header
-    from .snapshots import extract_from_header
 
     header = recorded_header(load_recording(Path(args.recording)))
     source = {"kind": "recorded", "recording": args.recording_name, "url": args.url}
-    snapshot = extract_from_header(header, source)
-    # The strict check: the header we build from the snapshot is the recorded one.
-    if build_header(args.mask, snapshot) != header:
-        raise SystemExit(f"error: the header rebuilt for mask {args.mask} differs from {args.url}")
+    snapshot = recorded_snapshot(header, args.mask, source)
     snapshot.save(Path(args.out))
     logging.info("snapshot %s from %s", snapshot.id, args.url)
 
@@ -71,17 +67,27 @@ def _live_snapshot(args) -> None:
 
 def _seed_cache(args) -> None:
     from . import paths
-    from .recordings import load_recording
+    from .recordings import RecordingReader
     from .tools.cache import ReplyCache, recorded_replies
     from .upstream import relpath_url
 
     cache = ReplyCache(Path(args.cache))
+    recordings = RecordingReader()
+    # The files of one recorded run (one directory) tell its loop variant together.
+    runs: dict[str, list[str]] = {}
+    for path in args.files:
+        runs.setdefault(str(Path(path).parent), []).append(path)
     seeded = []
     for path in args.files:
         url = relpath_url(Path(path).relative_to(paths.UPSTREAM_DIR).as_posix())
-        entries = recorded_replies(load_recording(Path(path)), f"seed:{args.recording}", "recorded")
+        loop = recordings.loop(path, runs[str(Path(path).parent)])
+        entries = recorded_replies(
+            recordings.items(path), f"seed:{args.recording}", "recorded", url_rule=loop.url_rule
+        )
         added = cache.put_many(entries, replace=False)
-        seeded.append({"url": url, "replies": len(entries), "added": added})
+        seeded.append(
+            {"url": url, "replies": len(entries), "added": added, "url_rule": loop.url_rule}
+        )
         logging.info("%s: %d recorded replies, %d new in the cache", url, len(entries), added)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -185,6 +191,42 @@ def _plan(args) -> None:
         print(f"{note['level']}: {where}: {note['message']}")
 
 
+def _recordings(args) -> None:
+    from .fetch import mirror_path, resolve_mirror
+    from .plan import upstream_path
+    from .recordings import RECORDINGS, RecordingReader, recorded_runs
+
+    mirror = resolve_mirror(args.mirror)
+    reader = RecordingReader()
+    print("recording\trun\ttasks\tread\tmax_calls\turl_rule\tcapped_at\tcontradictions")
+    for name, spec in RECORDINGS.items():
+        for benchmark in spec["dirs"]:
+            by_dir: dict[str, list] = {}
+            for run in recorded_runs(name, benchmark, None):
+                by_dir.setdefault(run.run_dir, []).append(run)
+            for run_dir, runs in by_dir.items():
+                local = [
+                    mirror_path(r.file.url, mirror) if mirror else Path(upstream_path(r.file))
+                    for r in runs
+                ]
+                group = [str(p) for p in local if p.is_file()]
+                if not group:
+                    print(f"{name}\t{run_dir}\t{len(runs)}\t0\t\t\t\t")
+                    continue
+                loops = [reader.loop(path, group) for path in group]
+                caps = sorted({c for lp in loops for c in lp.evidence["capped_at"]})
+                wrong = {
+                    r: sum(lp.evidence["contradictions"][r] for lp in loops)
+                    for r in ("first", "last")
+                }
+                variants = sorted({(str(lp.max_calls or "-"), lp.url_rule) for lp in loops})
+                print(
+                    f"{name}\t{run_dir}\t{len(runs)}\t{len(group)}\t"
+                    + "\t".join("/".join(v) for v in zip(*variants, strict=True))
+                    + f"\t{caps}\t{wrong}"
+                )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="helixbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -254,6 +296,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("shards", nargs="+")
     p.set_defaults(func=_score)
 
+    p = sub.add_parser(
+        "recordings",
+        help="list the recorded runs upstream holds and the loop variant each file shows",
+    )
+    p.add_argument("--mirror", help="mirror directory (HELIXBENCH_MIRROR overrides)")
+    p.set_defaults(func=_recordings)
+
     for name, func, text in (
         ("report", _report, "write results/report/"),
         ("compare", _compare, "paired test of two runs (--a, --b: 'model / method')"),
@@ -272,9 +321,15 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    from . import secrets
+
+    # Keys from the environment never reach a log line (backends register theirs too).
+    secrets.register_env()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(secrets.RedactingFilter())
+    from .errors import ConfigError, DataError
     from .fetch import FetchError
     from .models import ModelError
-    from .plan import ConfigError
     from .snapshots import SnapshotError
 
     try:
@@ -284,12 +339,13 @@ def main(argv: list[str] | None = None) -> None:
         ConfigError,
         SnapshotError,
         ModelError,
+        DataError,
     ) as exc:  # expected: the message says it all
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {secrets.redact(str(exc))}", file=sys.stderr)
         raise SystemExit(1) from None
     except Exception as exc:  # unexpected: the traceback, then a one-line summary
         logging.exception("helixbench %s failed", args.command)
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {secrets.redact(str(exc))}", file=sys.stderr)
         raise SystemExit(1) from None
 
 

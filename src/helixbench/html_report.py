@@ -13,10 +13,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from .digests import sha256_text
-from .methods import create_method
 from .scoring import CORRECTNESS_SCORERS
-from .snapshots import Snapshot
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -30,7 +27,8 @@ def fmt(value) -> str:
 def html_table(frame: pd.DataFrame | None) -> Markup:
     if frame is None or frame.empty:
         return Markup("<p class='small'>nothing to show for this config</p>")
-    return Markup(frame.to_html(index=False, escape=True, na_rep="", border=0))
+    shown = frame.astype(object).where(frame.notna(), "")  # a missing value is blank, not None
+    return Markup(shown.to_html(index=False, escape=True, border=0))
 
 
 def inline_svg(path: Path) -> Markup:
@@ -40,15 +38,13 @@ def inline_svg(path: Path) -> Markup:
     return Markup(text)
 
 
-def prompt_headers(plan) -> dict[str, str]:
-    """header sha256 -> header text, for every (run, snapshot) the plan uses."""
+def prompt_headers(records: dict) -> dict[str, str]:
+    """header sha256 -> header text, as the run records log each (once per shard)."""
     headers = {}
-    for task in plan.tasks:
-        if not task.snapshot_path or not Path(task.snapshot_path).exists():
-            continue
-        method = create_method(task.method_spec, Snapshot.load(Path(task.snapshot_path)))
-        header = getattr(method, "header", "")
-        headers.setdefault(sha256_text(header), header)
+    for of_task in records.values():
+        for record in of_task:
+            if record.get("header") is not None:
+                headers.setdefault(record["header_sha256"], record["header"])
     return headers
 
 

@@ -17,10 +17,10 @@ pinned manifest.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .jsonfiles import read_json
 from .upstream import UNKNOWN, UpstreamFile, manifest
 
 FORMATS = ("genegpt", "task_dict")
@@ -181,10 +181,13 @@ def _as_text(value) -> str | None:
     return str(value)
 
 
-def load_items(path: Path, fmt: str, task: str) -> tuple[dict[str, ImportedItem], int]:
+def load_items(
+    path: Path, fmt: str, task: str, sha256: str | None = None
+) -> tuple[dict[str, ImportedItem], int]:
     """``task``'s items of an imported file, by question text, and how many duplicate
-    questions it held (the first answer is kept)."""
-    data = json.loads(Path(path).read_text())
+    questions it held (the first answer is kept); ``sha256``: the file's pin, where the
+    config gives it (checked again as the file is read)."""
+    data = read_json(path, sha256)
     items: dict[str, ImportedItem] = {}
     duplicates = 0
     if fmt == "genegpt":
@@ -232,7 +235,7 @@ def claimed_score(source: dict, benchmark: str, path: Path | None) -> dict | Non
         return {"score": float(claim["score"]), "where": claim.get("where", "stated in config")}
     if path is None:
         return None
-    value = json.loads(Path(path).read_text())
+    value = read_json(path)
     for key in claim["key"].split("."):
         value = value[key]
     return {"score": float(value), "where": f"{claim['file']} ({claim['key']})"}

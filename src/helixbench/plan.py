@@ -19,10 +19,12 @@ from urllib.parse import urlsplit
 from . import paths
 from .benchmarks import GENESET_FILES, is_sample, question_files, slugify, tasks_of
 from .digests import sha256_json
+from .errors import ConfigError
 from .fetch import available
+from .genegpt_format import check_mask
 from .imports import SourceError, claimed_files, resolve_source, task_file
 from .methods import GENESET_KINDS
-from .methods.genegpt import PRESETS, check_mask
+from .methods.genegpt import PRESETS
 from .recordings import RECORDINGS, RecordedRun, recorded_runs, snapshot_run
 from .scoring import DEFAULT_SCORING, MODEL_SCORERS
 from .tools.executor import ToolSettings
@@ -30,10 +32,6 @@ from .upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, UpstreamFile, lookup
 
 ALL_CORES = 1024  # Snakemake caps a job's threads at --cores
 MASK_METHOD = re.compile(r"^genegpt-([01]{6})$")
-
-
-class ConfigError(ValueError):
-    """A config value that the schema admits but that does not make sense; names the key."""
 
 
 def resolve_method(name: str, methods: dict) -> dict:
@@ -65,8 +63,14 @@ class RunTask:
     model_spec: dict = field(hash=False)
     method_spec: dict = field(hash=False)
     recorded: RecordedRun | None = None
+    # Every mirrored file of the recorded run (its mask's tasks): the loop variant the
+    # run was recorded with is read off them together (recordings.infer_loop).
+    recorded_group: tuple[RecordedRun, ...] = field(default=(), hash=False)
     tools: dict = field(default_factory=dict, hash=False)  # {"mode": ...}
     snapshot_path: str | None = None  # the demonstration snapshot the method's header uses
+    # A replayed run's header embeds its own snapshot: the run job reads it off the
+    # recording (and checks it) instead of a snapshot file.
+    snapshot_from_recording: bool = False
     seed_markers: tuple[str, ...] = ()  # tool-cache seeds the run's tool calls may read
     sample: int | None = None  # questions per task (a fixed pseudo-random choice); None: all
     imported: UpstreamFile | None = None  # an imported source's file holding this task
@@ -97,7 +101,9 @@ class RunTask:
             "recording": self.recording_path,
             "recording_url": self.recorded.file.url if self.recorded else None,
             "recording_sha256": self.recorded.file.sha256 if self.recorded else None,
+            "recording_group": [upstream_path(r.file) for r in self.recorded_group],
             "snapshot": self.snapshot_path,
+            "snapshot_from_recording": self.snapshot_from_recording,
             "imported": self.imported_path,
             "imported_url": self.imported.url if self.imported else None,
             "imported_sha256": self.imported.sha256 if self.imported else None,
@@ -155,7 +161,9 @@ class Run:
 
     @property
     def recording_paths(self) -> list[str]:
-        return list(dict.fromkeys(t.recording_path for t in self.tasks if t.recording_path))
+        paths_ = [t.recording_path for t in self.tasks if t.recording_path]
+        paths_ += [upstream_path(r.file) for t in self.tasks for r in t.recorded_group]
+        return list(dict.fromkeys(paths_))
 
     @property
     def data_paths(self) -> list[str]:
@@ -340,6 +348,7 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
             except SourceError as exc:
                 raise ConfigError(str(exc)) from None
         tools = {"mode": mode}  # the rest of ``tools`` shapes no result: jobs get it apart
+        _check_task_names(where, run.get("tasks") or [], benchmarks)
         shards = run.get("shards", config.get("shards", 1))
         for benchmark in benchmarks:
             new, new_notes = _run_tasks(
@@ -354,18 +363,25 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
                 new = [replace(t, gsea_terms=RECORDED_GSEA.get(t.task)) for t in new]
             for task in new:
                 snapshot = _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror)
+                own = task.method_spec.get("kind") == "genegpt" and snapshot is None
                 markers = tuple(seeds) if mode != "replay" else ()
                 tasks.append(
                     replace(
                         task,
                         tools=tools,
                         snapshot_path=snapshot,
+                        snapshot_from_recording=own,
                         seed_markers=markers,
                         sample=run.get("sample"),
                     )
                 )
             notes += new_notes
     scoring = resolve_scoring(config)
+    for model in config.get("prices", {}):
+        if model not in models:
+            raise ConfigError(
+                f"prices.{model}: unknown model {model!r}; defined: {', '.join(models)}"
+            )
     # The files stating a source's own score (the report quotes them where mirrored).
     claims = {
         model: {b: f for b, f in claimed_files(source).items() if available(f.url, mirror)}
@@ -401,6 +417,20 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
             f"{where}: an imported model takes the method 'imported' (a method of kind "
             f"imported), and only it does ({label})"
         )
+
+
+def _check_task_names(where: str, names: list[str], benchmarks: list[str]) -> None:
+    """Every task a run names (by name or slug) is a task of one of its benchmarks."""
+    known = {
+        name: benchmark
+        for benchmark in benchmarks
+        for task in tasks_of(benchmark)
+        for name in (task, slugify(task))
+    }
+    for name in names:
+        if name not in known:
+            listed = "; ".join(f"{b}: {', '.join(tasks_of(b))}" for b in benchmarks)
+            raise ConfigError(f"{where}.tasks: unknown task {name!r}; the tasks are ({listed})")
 
 
 def resolve_scoring(config: dict) -> dict:
@@ -466,7 +496,8 @@ def _seeds(entries: list, mirror: Path | None) -> dict:
 
 
 def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | None:
-    """Where the demonstration snapshot of ``task``'s method lies (None: the method needs none)."""
+    """Where the demonstration snapshot of ``task``'s method lies (None: the method needs
+    none, or reads it off its recording)."""
     if task.method_spec.get("kind") != "genegpt":
         return None
     default = "recorded" if task.recorded else "genegpt-2023"
@@ -475,20 +506,19 @@ def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | No
     if name == "recorded":
         if task.recorded is None:
             raise ConfigError(f"{where}: 'recorded' needs a replayed run; name a snapshot")
-        recorded = task.recorded
-    elif name in live_snapshots:
+        return None  # read off the recording by the run job
+    if name in live_snapshots:
         return paths.LIVE_SNAPSHOT.format(name=name)
-    elif name in RECORDINGS:
-        recorded = snapshot_run(name)
-        if recorded not in snapshot_runs and not available(recorded.file.url, mirror):
-            raise ConfigError(f"{where}: snapshot {name} needs {recorded.file.url}; not mirrored")
-        if recorded not in snapshot_runs:
-            snapshot_runs.append(recorded)
-    else:
+    if name not in RECORDINGS:
         raise ConfigError(
             f"{where}: unknown snapshot {name!r}; use 'recorded', a recording "
             f"({', '.join(RECORDINGS)}) or a name under 'snapshots'"
         )
+    recorded = snapshot_run(name)
+    if recorded not in snapshot_runs and not available(recorded.file.url, mirror):
+        raise ConfigError(f"{where}: snapshot {name} needs {recorded.file.url}; not mirrored")
+    if recorded not in snapshot_runs:
+        snapshot_runs.append(recorded)
     return paths.RECORDED_SNAPSHOT.format(
         recording=recorded.recording, run_dir=recorded.run_dir, task=slugify(recorded.task)
     )
@@ -516,6 +546,8 @@ def _run_tasks(run, model_spec, method_spec, benchmark, shards, mirror, sources)
     tasks, notes, unrecorded = _tasks_from_files(
         run, model_spec, method_spec, benchmark, shards, mirror, files, "recorded upstream"
     )
+    group = tuple(r for r in recorded.values() if available(r.file.url, mirror))
+    tasks = [replace(t, recorded_group=group) for t in tasks]
     if unrecorded:
         notes.append(
             {

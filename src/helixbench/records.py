@@ -1,7 +1,8 @@
 """The record of one question's run, and the shard file that holds them.
 
-A shard appends one JSON line per finished question to a ``.partial`` file and
-fsyncs it, so a killed job loses at most the question it was on; on restart the
+A shard appends one JSON line per finished question to a ``.partial`` file (written
+through at once, fsynced at least every second), so a killed job loses at most the
+question it was on, and a power cut at most a second's work; on restart the
 finished ids are skipped and a torn last line is dropped. Every record carries
 the shard's ``run_key`` (a digest of everything that shapes its results): a
 partial file left by another configuration is set aside as ``.partial.stale``,
@@ -15,8 +16,11 @@ import json
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+from . import secrets
+from .jsonfiles import read_jsonl
 
 log = logging.getLogger("helixbench.records")
 
@@ -42,12 +46,18 @@ class QuestionResult:
         return self
 
 
+# A power cut loses at most this much finished work (a process kill loses none).
+FSYNC_INTERVAL_S = 1.0
+
 # Fields that differ between two runs of the same inputs (wall-clock measurements).
 TIMING_FIELDS = ("latency_s", "wall_s", "finished_at")
 
 
 def to_record(result: QuestionResult, run: dict, wall_s: float) -> dict:
-    record = {**run, **asdict(result)}
+    # The record is serialised at once: a shallow copy of the result (not asdict's deep
+    # one) is all it needs.
+    record = {**run, **{f.name: getattr(result, f.name) for f in fields(result)}}
+    record["events"] = [vars(event) for event in result.events]
     record["wall_s"] = wall_s
     record["finished_at"] = time.time()
     return record
@@ -63,8 +73,7 @@ def without_timings(record: dict) -> dict:
 
 
 def read_records(path: Path) -> list[dict]:
-    with open(path) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return read_jsonl(path)
 
 
 class ShardWriter:
@@ -76,6 +85,7 @@ class ShardWriter:
         self.partial = self.output.with_name(self.output.name + ".partial")
         self.output.parent.mkdir(parents=True, exist_ok=True)
         self.records: list[dict] = self._recover()
+        self._synced = float("-inf")  # when the partial file was last fsynced
 
     def _recover(self) -> list[dict]:
         if not self.partial.exists():
@@ -110,11 +120,18 @@ class ShardWriter:
 
     def append(self, record: dict) -> None:
         record = {**record, "run_key": self.run_key}
-        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        # A server may repeat a key back in an error or a reply: none is kept.
+        raw = json.dumps(record, ensure_ascii=False)
+        text = secrets.redact(raw)
+        if text != raw:
+            record = json.loads(text)  # in memory what the file holds
+        line = (text + "\n").encode("utf-8")
         with open(self.partial, "ab") as fh:
             fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+            fh.flush()  # in the kernel now: a killed process loses nothing it wrote
+            if time.monotonic() - self._synced >= FSYNC_INTERVAL_S:
+                os.fsync(fh.fileno())
+                self._synced = time.monotonic()
         self.records.append(record)
 
     def finalize(self, order: list[str]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -18,6 +19,7 @@ from . import __version__, paths
 from .benchmarks import GENETURING_MODULES, read_questions, tasks_of
 from .digests import sha256_file
 from .imports import claimed_score, coverage, load_items
+from .jsonfiles import read_jsonl
 from .methods.genesets import VERDICTS
 from .paper import TABLE2_MODULES, TABLE3, published
 from .plan import Plan, RunTask, upstream_path
@@ -59,8 +61,7 @@ def _recording(task: RunTask) -> str | None:
 def load_scores(plan: Plan) -> pd.DataFrame:
     rows = []
     for run in plan.runs:
-        with open(run.score_path) as fh:
-            rows += [json.loads(line) for line in fh if line.strip()]
+        rows += read_jsonl(run.score_path)
     frame = pd.DataFrame(
         rows,
         columns=["question_id", "model", "method", "benchmark", "task", "metric", "score", "demo"],
@@ -245,13 +246,29 @@ def load_records(plan: Plan) -> dict[RunTask, list[dict]]:
     return records
 
 
+REPLAY_COLUMNS = [
+    "model",
+    "method",
+    "benchmark",
+    "task",
+    "calls",
+    "hits",
+    "misses",
+    "max_calls",
+    "url_rule",
+]
+
+
 def replay_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
+    """Per replayed task: model calls, hits and misses, and the loop variant the
+    recording was made with (read off its files: recordings.infer_loop)."""
     rows = []
     for task in plan.tasks:
         if task.model_spec.get("backend") != "replay":
             continue
         events = [e for r in records[task] for e in r["events"]]
         model_events = [e for e in events if e["type"] == "model"]
+        loop = records[task][0].get("loop", {}) if records[task] else {}
         rows.append(
             {
                 "model": task.model,
@@ -261,11 +278,11 @@ def replay_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame
                 "calls": len(model_events),
                 "hits": sum(e["data"]["cache"] == "hit" for e in model_events),
                 "misses": sum(e["data"]["cache"] == "miss" for e in model_events),
+                "max_calls": loop.get("max_calls"),
+                "url_rule": loop.get("url_rule"),
             }
         )
-    return pd.DataFrame(
-        rows, columns=["model", "method", "benchmark", "task", "calls", "hits", "misses"]
-    )
+    return pd.DataFrame(rows, columns=REPLAY_COLUMNS)
 
 
 COST_COLUMNS = [
@@ -278,6 +295,7 @@ COST_COLUMNS = [
     "completion_tokens",
     "reused_tokens",
     "model_s",
+    "cached_model_s",
     "tool_s",
     "wall_s",
     "cost_usd",
@@ -287,11 +305,15 @@ COST_COLUMNS = [
 def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> pd.DataFrame:
     """Per run (model x method): calls, tokens, time and cost, as BRAD profiles its modules.
 
+    ``model_s`` is the time this run waited on its model; ``cached_model_s`` the time
+    the calls it found in the response cache took when they were made, so the
+    latency per model call (``s_per_model_call``) is the model's, cached or not.
     Cost counts the calls that reached the model (cache misses) at the config's
     price per million tokens; a model without a price has no cost (local, replay).
     """
     totals: dict[tuple[str, str], dict] = {}
     tool_calls: dict[tuple[str, str], int] = {}
+    fresh_s: dict[tuple[str, str], float] = {}  # seconds of the calls that reached the model
     for task in plan.tasks:
         key = (task.model, task.method)
         row = totals.setdefault(
@@ -311,6 +333,10 @@ def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> 
                 row["model_calls"] += 1
                 row["model_s"] += event.get("latency_s") or 0.0
                 row["cache_hits"] += data.get("cache") == "hit"
+                if data.get("cache") == "hit":
+                    row["cached_model_s"] += data.get("original_latency_s") or 0.0
+                else:
+                    fresh_s[key] = fresh_s.get(key, 0.0) + (event.get("latency_s") or 0.0)
                 prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
                 row["prompt_tokens"] += prompt or 0
                 row["completion_tokens"] += completion or 0
@@ -324,13 +350,16 @@ def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> 
     table = pd.DataFrame(list(totals.values()), columns=COST_COLUMNS)
     # Latency: mean seconds per model call, per tool call and per question.
     calls = table.model_calls.where(table.model_calls > 0)
-    table["s_per_model_call"] = (table.model_s / calls).round(3)
+    fresh = pd.Series(
+        [fresh_s.get((m, t), 0.0) for m, t in zip(table.model, table.method, strict=True)]
+    )
+    table["s_per_model_call"] = ((fresh + table.cached_model_s) / calls).round(3)
     n_tools = pd.Series(
         [tool_calls.get((m, t), 0) for m, t in zip(table.model, table.method, strict=True)]
     )
     table["s_per_tool_call"] = (table.tool_s / n_tools.where(n_tools > 0)).round(3)
     table["s_per_question"] = (table.wall_s / table.questions.where(table.questions > 0)).round(3)
-    for column in ("model_s", "tool_s", "wall_s"):
+    for column in ("model_s", "cached_model_s", "tool_s", "wall_s"):
         table[column] = table[column].round(1)
     table["cost_usd"] = table["cost_usd"].map(lambda v: None if v is None else round(v, 4))
     return table
@@ -576,7 +605,9 @@ def import_table(plan: Plan, questions: dict) -> pd.DataFrame:
     for task in plan.tasks:
         if task.imported is None:
             continue
-        items, duplicates = load_items(Path(task.imported_path), task.imported_format, task.task)
+        items, duplicates = load_items(
+            Path(task.imported_path), task.imported_format, task.task, task.imported.sha256
+        )
         rows.append(
             {
                 "run": _run_label(task),
@@ -749,6 +780,35 @@ def geneset_percentiles(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     return sel[["run", "task", "question_id", "score"]].rename(columns={"task": "dataset"})
 
 
+def model_error_notes(plan: Plan, records: dict[RunTask, list[dict]]) -> list[dict]:
+    """A warning for every run and benchmark whose records hold model errors (calls that
+    failed for good: a bad request, a malformed reply), with the first message."""
+    notes, counts = [], {}
+    for task in plan.tasks:
+        key = (task.model, task.method, task.benchmark)
+        failed = [r for r in records[task] if r["error"] == "model_error"]
+        seen, total, first = counts.get(key, (0, 0, None))
+        if failed and first is None:
+            first = next(
+                (e["data"].get("error") for e in failed[0]["events"] if e["data"].get("error")),
+                None,
+            )
+        counts[key] = (seen + len(failed), total + len(records[task]), first)
+    for (model, method, benchmark), (failed, total, first) in counts.items():
+        if failed:
+            message = f"{failed} of {total} questions ended in a model error"
+            notes.append(
+                {
+                    "level": "warning",
+                    "model": model,
+                    "method": method,
+                    "benchmark": benchmark,
+                    "message": message + (f" (the first: {first})" if first else ""),
+                }
+            )
+    return notes
+
+
 def provenance(
     plan: Plan, records: dict[RunTask, list[dict]], config: dict, config_digest: str
 ) -> dict:
@@ -866,7 +926,8 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "imported": imported,
         "genesets": genesets,
     }
-    (out_dir / "report.md").write_text(_markdown(plan, prov, tables))
+    notes = plan.notes + model_error_notes(plan, records)
+    (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
     replay_calls = int(replay.calls.sum()) if not replay.empty else 0
     items, left_out = question_items(
         plan, records, index, questions, labels, lambda t: primary_metric(plan, t)
@@ -875,7 +936,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         out_dir / "index.html",
         {
             "prov": prov,
-            "notes": plan.notes,
+            "notes": notes,
             "leaderboard": board.to_dict("records"),
             "imported": imported,
             "imports": html_table(imports),
@@ -899,7 +960,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
             "runs": list(dict.fromkeys(q["run"] for q in items)),
             "left_out": left_out,
             "task_names": list(dict.fromkeys(t.task for t in plan.tasks)),
-            "headers": prompt_headers(plan),
+            "headers": prompt_headers(records),
             "questions": items,
         },
     )
@@ -922,21 +983,38 @@ def _genesets_markdown(genesets: pd.DataFrame) -> str:
     )
 
 
+# An imported source's fields that the config supplies (report.md escapes them).
+FREE_TEXT = ("model", "prompt", "cite", "commit", "source", "evaluator", "claimed_where")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]()!|#~])")
+
+
+def md_escape(value) -> str:
+    """``value`` as literal text in Markdown: one line, its markup characters
+    backslash-escaped and HTML's ``<``, ``>``, ``&`` as entities (Markdown passes raw
+    HTML through)."""
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
 def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
     if not imported:
         return "None in this config."
     lines = []
     for r in imported:
+        # The source's fields come from the config: shown as text, never as markup.
+        text = {k: md_escape(r[k]) for k in FREE_TEXT if r.get(k) is not None}
         claim = (
-            f"the source claims {r['claimed']:.3f} ({r['claimed_where']}"
-            + (f"; scored by {r['evaluator']}" if r["evaluator"] else "")
+            f"the source claims {r['claimed']:.3f} ({text['claimed_where']}"
+            + (f"; scored by {text['evaluator']}" if r["evaluator"] else "")
             + ")"
             if r["claimed"] is not None
             else "the pinned files state no score of the source's own"
         )
         lines.append(
-            f"- **{r['run']}** ({r['benchmark']}): {r['model']}, {r['prompt']}. Source: "
-            f"{r['cite']} at commit `{r['commit'][:12]}` ({r['source']}). Under our rules: "
+            f"- **{r['run']}** ({r['benchmark']}): {text.get('model', '')}, "
+            f"{text.get('prompt', '')}. Source: {text.get('cite', '')} at commit "
+            f"{text['commit'][:12]} ({text['source']}). Under our rules: "
             f"extracted {_fmt(r['extracted'])}, upstream {_fmt(r['genegpt'])}; {claim}."
         )
     coverage_text = imports.groupby(["run", "benchmark"], sort=False)[
@@ -951,7 +1029,13 @@ def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
     )
 
 
-def _markdown(plan: Plan, prov: dict, tables: dict) -> str:
+def _loop_text(tasks: pd.DataFrame) -> str:
+    """A replayed run's loop variants (one per task where its files differ)."""
+    variants = dict.fromkeys(zip(tasks.max_calls, tasks.url_rule, strict=True))
+    return "; ".join(f"cap {cap} calls, URL rule {rule}" for cap, rule in variants)
+
+
+def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
     """report.md: the report's tables as text; ``tables`` holds them by name."""
     t2, t2_nodemo, hop, replay = tables["t2"], tables["t2_nodemo"], tables["hop"], tables["replay"]
     errors, costs, comparisons = tables["errors"], tables["costs"], tables["comparisons"]
@@ -973,15 +1057,20 @@ def _markdown(plan: Plan, prov: dict, tables: dict) -> str:
     replay_summary["hit rate"] = (replay_summary.hits / replay_summary.calls).map(
         lambda v: f"{v:.1%}"
     )
+    replay_summary["loop (read off the recording)"] = [
+        _loop_text(replay[(replay.model == model) & (replay.method == method)])
+        for model, method in replay_summary.index
+    ]
     intervals = zip(board.ci_low, board.ci_high, strict=True)
     board_text = board.assign(
         interval=[f"[{_fmt(lo)}, {_fmt(hi)}]" for lo, hi in intervals],
         **{m: board[m].map(_fmt) for m in ("extracted", "genegpt", "strict")},
     )[["run", "benchmark", "imported", "extracted", "interval", "genegpt", "strict",
        "badly_formatted", "answers", "tasks"]]  # fmt: skip
-    notes = "\n".join(
-        f"- **{n['level']}** ({n['model']} / {n['method']}, {n['benchmark']}): {n['message']}"
-        for n in plan.notes
+    notes_text = "\n".join(
+        f"- **{n['level']}** ({n['model']} / {n['method']}, {n['benchmark']}): "
+        + md_escape(n["message"])
+        for n in notes
     )
     return f"""# helixbench report
 
@@ -1006,7 +1095,7 @@ config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full prov
   upstream's.
 
 ## Notes and warnings
-{notes or "- none"}
+{notes_text or "- none"}
 
 ## Leaderboard
 Macro score over each benchmark's automatically scored tasks on answers extracted
@@ -1035,7 +1124,10 @@ Each score with its 95% bootstrap interval in brackets.
 {_genesets_markdown(tables["genesets"])}
 
 ## Replay fidelity
-{hits} of {calls} model calls replayed byte for byte.
+{hits} of {calls} model calls replayed byte for byte. Upstream's recordings come from
+two versions of its loop (a cap of 5 or 10 model calls; a URL called wherever it
+appears, `first`, or only at the end of a completion, `last`): each replay uses the
+variant its recording shows.
 
 {replay_summary.reset_index().to_markdown(index=False, disable_numparse=True)}
 
@@ -1059,8 +1151,11 @@ right once extracted from a wordy final text, wrong only as formatted.
 ## Time, tokens and cost per run
 Token counts come from the model (the API's usage, or the local tokenizer); replayed
 runs have none. `reused_tokens`: prompt tokens a local model served from its
-key/value cache instead of encoding them. `s_per_*`: mean latency per model call,
-tool call and question. `cost_usd` prices the calls that reached
+key/value cache (a local model) or its prompt cache (a server) instead of
+encoding them. `cache_hits`: calls answered from the response cache; `model_s` is
+the time this run waited on the model, `cached_model_s` the time the cached calls
+took when they were made. `s_per_*`: mean latency per model call (the model's,
+cached or not), tool call and question. `cost_usd` prices the calls that reached
 the model (cache misses) with the config's `prices`; empty where no price is set.
 
 {costs.to_markdown(index=False, disable_numparse=True)}

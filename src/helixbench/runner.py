@@ -16,9 +16,11 @@ from pathlib import Path
 from .benchmarks import GENESET_DATASET, Question, is_sample, read_questions
 from .digests import sha256_json, sha256_text
 from .imports import load_items
+from .jsonfiles import read_json
 from .methods import GENESET_KINDS, create_method
-from .models import create_model
-from .recordings import load_recording
+from .methods.genegpt import recorded_snapshot
+from .models import ModelError, create_model
+from .recordings import RecordingReader, recorded_header
 from .records import ShardWriter, read_records, to_record
 from .scoring import Scorers
 from .snapshots import Snapshot
@@ -72,11 +74,14 @@ class _TaskSetup:
     header_sha256: str
 
 
-def _task_setup(spec, task, questions, shared_model, all_questions) -> _TaskSetup:
+def _task_setup(spec, task, questions, shared_model, all_questions, recordings) -> _TaskSetup:
     model = shared_model
     kind = spec["method_spec"]["kind"]
+    loop = None  # the loop settings of a GeneGPT method, as records state them
     if task.get("imported"):  # a published system's answers: read, no model or tools
-        items, _ = load_items(Path(task["imported"]), task["imported_format"], task["task"])
+        items, _ = load_items(
+            Path(task["imported"]), task["imported_format"], task["task"], task["imported_sha256"]
+        )
         method, tools, snap = create_method(spec["method_spec"], imported=items), None, None
     elif kind in GENESET_KINDS:
         terms = _recorded_terms(task.get("gsea_terms"), questions, all_questions)
@@ -88,14 +93,31 @@ def _task_setup(spec, task, questions, shared_model, all_questions) -> _TaskSetu
             tools = GeneSetTools(geneset_executor(spec["tools"]["mode"]), dataset)
         snap = None
     else:
-        recorded = load_recording(Path(task["recording"])) if task.get("recording") else []
+        recorded, recorded_loop = [], None
+        if task.get("recording"):  # a replayed run: its items, and the loop that made them
+            recorded = recordings.items(task["recording"])
+            recorded_loop = recordings.loop(task["recording"], task.get("recording_group"))
         if model is None:  # replay: each task answers from its own recorded file
             source = {"url": task["recording_url"], "sha256": task["recording_sha256"]}
             model = create_model(spec["model_spec"], recorded=recorded, recording_source=source)
-        snap = Snapshot.load(Path(task["snapshot"]))
-        method = create_method(spec["method_spec"], snap)
+        if task.get("snapshot_from_recording"):  # the header's replies, as recorded
+            source = {"kind": "recorded", "recording": spec["model_spec"].get("recording")}
+            source["url"] = task["recording_url"]
+            mask = spec["method_spec"]["mask"]
+            snap = recorded_snapshot(recorded_header(recorded), mask, source)
+        else:
+            snap = Snapshot.load(Path(task["snapshot"]))
+        method = create_method(
+            spec["method_spec"],
+            snap,
+            recorded_loop=recorded_loop.settings() if recorded_loop else None,
+        )
+        loop = {**method.settings(), "from_recording": recorded_loop is not None}
         tools = create_toolbox(
-            tool_settings(spec["tools"]["mode"]), recorded, {q.text: q.id for q in questions}
+            tool_settings(spec["tools"]["mode"]),
+            recorded,
+            {q.text: q.id for q in questions},
+            url_rule=method.url_rule,
         )
     run_info = {
         "model": spec["model"],
@@ -106,6 +128,8 @@ def _task_setup(spec, task, questions, shared_model, all_questions) -> _TaskSetu
         "tools_mode": spec["tools"]["mode"],
         "model_identity": model.identity(),
     }
+    if loop is not None:
+        run_info["loop"] = loop
     if task.get("imported"):
         run_info["imported_from"] = {"url": task["imported_url"], "sha256": task["imported_sha256"]}
     header_sha256 = sha256_text(getattr(method, "header", ""))
@@ -132,12 +156,12 @@ def run_shard(
             model_dir=model_dir,
             threads=threads,
         )
-    setups = {}
+    setups, recordings = {}, RecordingReader()
     for task in spec["tasks"]:
         of_task = [q for t, q in chosen if t is task]
         if of_task:
             setups[task["benchmark"], task["task"]] = _task_setup(
-                spec, task, of_task, shared_model, every
+                spec, task, of_task, shared_model, every, recordings
             )
     # What shapes the records: the spec, each task's prompt header (its snapshot and
     # its hash) and model identity; a change in any sets old partial records aside.
@@ -155,12 +179,51 @@ def run_shard(
         len(setups),
         len(chosen) - len(todo),
     )
+    # Each prompt header is logged once per shard (records log prompts after it).
+    logged = {r["header_sha256"] for r in writer.records if r.get("header") is not None}
+    failed, in_a_row = [], 0
     for task, question in todo:
         setup = setups[task["benchmark"], task["task"]]
         started = time.perf_counter()
         result = setup.method.run(question.id, question.text, setup.model, setup.tools)
-        writer.append(to_record(result, setup.run_info, time.perf_counter() - started))
+        if transient_failure(result):
+            # The server's state, not the question's: no record, so a rerun retries it.
+            failed.append(question.id)
+            in_a_row += 1
+            log.warning("%s: the model call failed (%s); not recorded", question.id, result.error)
+            if in_a_row >= MAX_TRANSIENT_IN_A_ROW:
+                break
+            continue
+        in_a_row = 0
+        record = to_record(result, setup.run_info, time.perf_counter() - started)
+        header = getattr(setup.method, "header", None)
+        if header and result.header_sha256 not in logged:
+            record["header"] = header
+            logged.add(result.header_sha256)
+        writer.append(record)
+    if failed:
+        raise ModelError(
+            f"{len(failed)} question(s) of this shard failed on the model server "
+            f"(unreachable, timing out or failing; {in_a_row} in a row at the end) and "
+            f"were not recorded: {', '.join(failed[:5])}{' ...' if len(failed) > 5 else ''}. "
+            f"{len(writer.records)} of {len(chosen)} are done; run the workflow again to "
+            "resume with the rest",
+            transient=True,
+        )
     writer.finalize([q.id for _, q in chosen])
+
+
+# A shard stops after this many questions in a row whose model call failed transiently
+# (the server is down or overloaded): the job fails, keeping every finished record.
+MAX_TRANSIENT_IN_A_ROW = 3
+
+
+def transient_failure(result) -> bool:
+    """Whether a question ended on a transient model failure (no answer to record)."""
+    if result.error != "model_error":
+        return False
+    calls = [e for e in result.events if e.type == "model"]
+    return bool(calls) and calls[-1].data.get("transient", False)
 
 
 def _recorded_terms(path: str | None, questions, every) -> dict[str, str] | None:
@@ -168,7 +231,7 @@ def _recorded_terms(path: str | None, questions, every) -> dict[str, str] | None
     follows the MSigDB file's row order; a toy set finds its term by its set id."""
     if path is None:
         return None
-    terms = json.loads(Path(path).read_text())
+    terms = read_json(path)
     msigdb = sorted((q for q in every if q.task == "MSigDB"), key=lambda q: q.index)
     by_id = {q.source_id: t["name"] for q, t in zip(msigdb, terms, strict=True)}
     return {q.text: by_id[q.source_id] for q in questions if q.source_id in by_id}

@@ -17,7 +17,6 @@ it is not UTF-8); a BLAST Put reply recorded by upstream holds only its RID.
 
 from __future__ import annotations
 
-import ast
 import base64
 import json
 import re
@@ -25,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .digests import sha256_text
+from .genegpt_format import parse_rendered_reply
+from .jsonfiles import read_json
 
 FORMAT = 1
 _REPLY_LINE = re.compile(r"^\[(https?://[^\[\]]+)\]->\[", re.M)
@@ -105,7 +106,7 @@ class Snapshot:
 
     @classmethod
     def load(cls, path: Path) -> Snapshot:
-        data = json.loads(Path(path).read_text())
+        data = read_json(path)
         if data.get("format") != FORMAT:
             raise SnapshotError(f"{path}: unsupported snapshot format {data.get('format')!r}")
         replies = [SnapshotReply.from_json(r) for r in data["replies"]]
@@ -113,18 +114,6 @@ class Snapshot:
         if data.get("id") != snapshot.id:
             raise SnapshotError(f"{path}: id {data.get('id')} does not match its replies")
         return snapshot
-
-
-def parse_rendered_reply(text: str) -> bytes | str:
-    """Invert the prompt rendering: a ``b'...'`` repr back to bytes, anything else as text."""
-    if text[:2] in ("b'", 'b"'):
-        try:
-            value = ast.literal_eval(text)
-        except (SyntaxError, ValueError):
-            value = None
-        if isinstance(value, bytes) and repr(value) == text:
-            return value
-    return text
 
 
 def _literal_end(text: str, start: int) -> int:

@@ -4,17 +4,24 @@ The manifest (``data/upstream-manifest.tsv``) lists every file of the upstream
 repositories at the commits we pin, with its size and sha256 (``unknown`` for the
 few files whose checksum is taken on first download and kept in a lock file).
 Local copies live under ``resources/upstream/`` laid out like a mirror:
-``<host>/<url path>``, so the same tree can serve as a mirror elsewhere.
+``<host>/<url path>``, so the same tree can serve as a mirror elsewhere. Every
+reader takes a local copy through :func:`verified_bytes`, which checks its sha256
+again: a file changed after it was downloaded is an error that names it, never
+silently part of a result.
 """
 
 from __future__ import annotations
 
 import csv
+import os
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote, urlsplit
+
+from .digests import sha256_bytes
+from .errors import DataError
 
 RAW_HOST = "raw.githubusercontent.com"
 UNKNOWN = "unknown"
@@ -94,3 +101,48 @@ def listdir(repo: str, commit: str, prefix: str) -> list[UpstreamFile]:
         ),
         key=lambda f: f.path,
     )
+
+
+# Where local copies live: ``<workdir>/resources/upstream/<host>/<url path>``, and the
+# checksums first downloads recorded for files pinned ``unknown``.
+LOCAL_DIR = ("resources", "upstream")
+LOCK_NAME = "upstream.lock.tsv"
+
+
+def pinned_sha256(path: str | Path) -> str | None:
+    """The sha256 a local copy of an upstream file must have: the manifest's, else the
+    one its first download recorded in the lock file; None where the path is not a
+    local copy or nothing is pinned."""
+    parts = Path(os.path.abspath(path)).parts
+    for i in range(len(parts) - len(LOCAL_DIR), -1, -1):
+        if parts[i : i + len(LOCAL_DIR)] == LOCAL_DIR:
+            relpath = "/".join(parts[i + len(LOCAL_DIR) :])
+            lock = Path(*parts[: i + 1], LOCK_NAME)
+            break
+    else:
+        return None
+    entry = manifest().get(relpath)
+    if entry is not None and entry.sha256 != UNKNOWN:
+        return entry.sha256
+    if lock.is_file():
+        url = relpath_url(relpath)
+        for line in lock.read_text().splitlines():
+            locked_url, _, digest = line.partition("\t")
+            if locked_url == url:
+                return digest
+    return None
+
+
+def verified_bytes(path: str | Path, expected: str | None = None) -> bytes:
+    """The bytes of ``path``; where it is a local copy of an upstream file (or
+    ``expected`` is given), checked against its pinned sha256 once more."""
+    data = Path(path).read_bytes()
+    expected = expected if expected not in (None, UNKNOWN) else pinned_sha256(path)
+    if expected is not None and expected != UNKNOWN:
+        digest = sha256_bytes(data)
+        if digest != expected:
+            raise DataError(
+                f"{path} was changed after it was downloaded (sha256 {digest}, pinned "
+                f"{expected}); delete it and run the workflow again to fetch it anew"
+            )
+    return data

@@ -92,6 +92,16 @@ set_job_environment()
 CONDA_ENV = "../../environment.yml"
 
 
+def verbatim(value):
+    """A param passed as it is. Snakemake reads braces in a plain string param as
+    wildcards, and config values may hold braces (an imported source's "{task}")."""
+
+    def param(wildcards):
+        return value
+
+    return param
+
+
 def get_output_dir(wildcards, output):
     return os.path.dirname(output[0])
 

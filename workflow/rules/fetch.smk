@@ -11,7 +11,7 @@ rule fetch_upstream:
     conda:
         CONDA_ENV
     params:
-        mirror=get_mirror_arg(),
+        mirror=verbatim(get_mirror_arg()),
         lock=paths.UPSTREAM_LOCK,
         pin=get_pin_args,
     shell:

@@ -92,7 +92,7 @@ rule report:
     conda:
         CONDA_ENV
     params:
-        config=get_config_json(),
+        config=verbatim(get_config_json()),
         out_dir=get_output_dir,
     shell:
         "python -m helixbench report --config-json {params.config:q} --out-dir {params.out_dir:q}"

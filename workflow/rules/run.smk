@@ -21,7 +21,7 @@ rule run_shard:
         **RUN_RESOURCES,
     params:
         spec=get_run_spec,
-        model_cache=get_model_cache(),
+        model_cache=verbatim(get_model_cache()),
         model_dir=get_model_dir_arg,
     shell:
         "python -m helixbench run --spec {params.spec:q} --shard {wildcards.shard} --threads {threads}"

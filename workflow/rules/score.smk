@@ -13,9 +13,9 @@ rule score_run:
         CONDA_ENV
     params:
         spec=get_run_spec,
-        scoring=json.dumps(PLAN.scoring, sort_keys=True),
-        scorer_models=get_scorer_models_arg(),
-        model_cache=get_model_cache(),
+        scoring=verbatim(json.dumps(PLAN.scoring, sort_keys=True)),
+        scorer_models=verbatim(get_scorer_models_arg()),
+        model_cache=verbatim(get_model_cache()),
     shell:
         "python -m helixbench score --spec {params.spec:q} --questions {input.questions:q}"
         " --scoring {params.scoring:q} {params.scorer_models} --model-cache {params.model_cache:q}"

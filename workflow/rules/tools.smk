@@ -13,7 +13,7 @@ rule seed_tool_cache:
     conda:
         CONDA_ENV
     params:
-        cache=get_tools_cache(),
+        cache=verbatim(get_tools_cache()),
     shell:
         "python -m helixbench seed-cache --recording {wildcards.recording:q}"
         " --cache {params.cache:q} --out {output:q}"

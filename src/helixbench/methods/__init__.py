@@ -8,14 +8,21 @@ GENESET_KINDS = ("closed-book", "geneagent", "gsea-top1")
 KINDS = ("genegpt", "imported", *GENESET_KINDS)
 
 
-def create_method(spec: dict, snapshot: Snapshot | None = None, imported=None, recorded_terms=None):
+def create_method(
+    spec: dict,
+    snapshot: Snapshot | None = None,
+    imported=None,
+    recorded_terms=None,
+    recorded_loop: dict | None = None,
+):
     """The method ``spec["kind"]`` names, configured from ``spec``; ``imported``: the
     items of an imported source's task (kind ``imported``); ``recorded_terms``:
-    question text -> recorded top enrichment term (``gsea-top1``)."""
+    question text -> recorded top enrichment term (``gsea-top1``); ``recorded_loop``:
+    the GeneGPT loop settings a replayed recording was made with."""
     if spec.get("kind") == "genegpt":
         from .genegpt import GeneGPT
 
-        return GeneGPT.from_spec(spec, snapshot)
+        return GeneGPT.from_spec(spec, snapshot, recorded_loop)
     if spec.get("kind") == "imported":
         from .imported import ImportedAnswers
 

@@ -9,14 +9,21 @@ retries live there and this loop stays the algorithm.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
 from ..digests import sha256_bytes, sha256_text
-from ..models import CompletionRequest, ContextLengthError, Model, ModelError, ModelMiss
+from ..genegpt_format import check_mask, check_url_rule, extract_url, is_blast_put, render_reply
+from ..models import (
+    CompletionRequest,
+    ContextLengthError,
+    Model,
+    ModelError,
+    ModelMiss,
+    call_fields,
+)
 from ..records import Event, QuestionResult
-from ..snapshots import Snapshot, SnapshotError, SnapshotReply
+from ..snapshots import Snapshot, SnapshotError, SnapshotReply, extract_from_header
 from ..tools import Toolbox, ToolRequest
 
 INSTRUCTION = "Hello. Your task is to use NCBI Web APIs to answer genomic questions.\n"
@@ -97,15 +104,6 @@ DEMONSTRATIONS = (
 
 PRESETS = {"genegpt-slim": "001001", "genegpt-full": "111111"}
 STOP = ("->", "\n\nQuestion")
-URL_PATTERN = re.compile(r"\[(https?://[^\[\]]+)\]")
-RID_PATTERN = re.compile(r"RID = (.*)\n")
-MASK_PATTERN = re.compile(r"^[01]{6}$")
-
-
-def check_mask(mask: str) -> str:
-    if not isinstance(mask, str) or not MASK_PATTERN.match(mask):
-        raise ValueError(f"a GeneGPT mask is six digits of 0/1 (Dc.1 Dc.2 Dm.1-4), got {mask!r}")
-    return mask
 
 
 def demonstration_urls(demo: Demonstration, snapshot: Snapshot) -> list[str]:
@@ -139,6 +137,17 @@ def build_header(mask: str, snapshot: Snapshot) -> str:
     return header
 
 
+def recorded_snapshot(header: str, mask: str, source: dict) -> Snapshot:
+    """The demonstration snapshot a recorded run's header embeds, checked strictly: the
+    header we build from it for ``mask`` is the recorded header, byte for byte."""
+    snapshot = extract_from_header(header, source)
+    if build_header(mask, snapshot) != header:
+        raise SnapshotError(
+            f"the header rebuilt for mask {mask} differs from {source.get('url')}'s recorded one"
+        )
+    return snapshot
+
+
 def take_snapshot(tools: Toolbox, source: dict) -> Snapshot:
     """A snapshot of the seven demonstration replies, fetched through ``tools`` now.
 
@@ -164,33 +173,11 @@ def take_snapshot(tools: Toolbox, source: dict) -> Snapshot:
     return Snapshot(replies, {**source, "sha256": digests})
 
 
-def is_blast_put(url: str) -> bool:
-    return "blast" in url and "Put" in url
-
-
-def extract_url(completion: str) -> str | None:
-    """The first bracketed URL of a completion, spaces replaced by ``+``; None if there is none."""
-    urls = URL_PATTERN.findall(completion)
-    return urls[0].replace(" ", "+") if urls else None
-
-
-def render_reply(url: str, value: bytes | str, cap: int | None) -> str:
-    """How a reply appears in the prompt: ``repr`` of the bytes (cut to ``cap``), or plain text.
-
-    A BLAST Put reply shows as its RID alone. Text values (an RID already taken
-    out, a tool error) show as they are.
-    """
-    if isinstance(value, bytes) and is_blast_put(url):
-        match = RID_PATTERN.search(value.decode("utf-8", "replace"))
-        value = match.group(1) if match else "Error: no RID in the BLAST Put reply"
-    if cap is not None:
-        value = value[:cap]
-    return value if isinstance(value, str) else repr(value)
-
-
 @dataclass(frozen=True)
 class GeneGPT:
-    """The GeneGPT tool-calling loop with upstream's limits (overridable per method)."""
+    """The GeneGPT tool-calling loop. The defaults are upstream's final loop; each
+    setting may be overridden per method, and a replayed recording brings the
+    variant it was recorded with (:func:`helixbench.recordings.infer_loop`)."""
 
     header: str
     cut_length: int = 18_000
@@ -198,13 +185,22 @@ class GeneGPT:
     reply_cap: int = 10_000
     max_tokens: int = 512
     temperature: float = 0.0
+    url_rule: str = "first"  # which completions call a URL (helixbench.genegpt_format)
+
+    # The method settings that shape the loop (config keys of a genegpt method).
+    SETTINGS = ("cut_length", "max_calls", "reply_cap", "max_tokens", "url_rule")
 
     @classmethod
-    def from_spec(cls, spec: dict, snapshot: Snapshot) -> GeneGPT:
-        limits = ("cut_length", "max_calls", "reply_cap", "max_tokens")
-        return cls(
-            build_header(spec["mask"], snapshot), **{k: spec[k] for k in limits if k in spec}
-        )
+    def from_spec(cls, spec: dict, snapshot: Snapshot, recorded: dict | None = None) -> GeneGPT:
+        """The loop ``spec`` configures; ``recorded``: the settings a replayed recording
+        was made with, used where ``spec`` sets none."""
+        settings = {**(recorded or {}), **{k: spec[k] for k in cls.SETTINGS if k in spec}}
+        check_url_rule(settings.get("url_rule", "first"))
+        return cls(build_header(spec["mask"], snapshot), **settings)
+
+    def settings(self) -> dict:
+        """The loop's settings, as run records state them."""
+        return {name: getattr(self, name) for name in self.SETTINGS}
 
     def run(self, question_id: str, question: str, model: Model, tools: Toolbox) -> QuestionResult:
         prompt = self.header + f"Question: {question}\n"
@@ -237,7 +233,7 @@ class GeneGPT:
                 return result.finish(answer=None, error="model_error")
             result.events.append(_model_event(request, sent, completion, started))
             sent = prompt
-            url = extract_url(completion.text)
+            url = extract_url(completion.text, self.url_rule)
             if url is None:
                 return result.finish(answer=completion.text)
             started = time.perf_counter()
@@ -269,12 +265,7 @@ def _model_event(request, previous_prompt, completion, started, error=None) -> E
             "prompt_increment": increment,
             "continues_previous": continued,
             "completion": None if completion is None else completion.text,
-            "cache": completion.cache if completion is not None else getattr(error, "cache", None),
-            "error": None if error is None else str(error),
-            **{
-                name: getattr(completion, name, None)
-                for name in ("prompt_tokens", "completion_tokens", "reused_tokens", "finish_reason")
-            },
+            **call_fields(completion, error),
         },
         latency_s=time.perf_counter() - started,
     )

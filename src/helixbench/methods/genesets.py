@@ -31,7 +31,14 @@ import re
 import time
 from dataclasses import dataclass
 
-from ..models import CompletionRequest, ContextLengthError, Model, ModelError, ModelMiss
+from ..models import (
+    CompletionRequest,
+    ContextLengthError,
+    Model,
+    ModelError,
+    ModelMiss,
+    call_fields,
+)
 from ..records import Event, QuestionResult
 from ..tools.genesets import EVIDENCE_TOOLS, ToolCall
 
@@ -176,12 +183,7 @@ class _Session:
             "continues_previous": False,
             "completion": completion.text if completion else None,
             "tool_calls": list(completion.tool_calls or []) if completion else None,
-            "cache": completion.cache if completion else getattr(error, "cache", None),
-            "error": None if error is None else str(error),
-            **{
-                name: getattr(completion, name, None)
-                for name in ("prompt_tokens", "completion_tokens", "reused_tokens", "finish_reason")
-            },
+            **call_fields(completion, error),
         }
         self.result.events.append(Event("model", self.calls, data, time.perf_counter() - started))
         self.calls += 1

@@ -11,29 +11,30 @@ from __future__ import annotations
 
 from ..digests import sha256_text
 from ..imports import ImportedItem
-from ..recordings import RecordedItem, recorded_tool_replies
+from ..recordings import LOOP_ERRORS, RecordedItem, infer_loop, recorded_tool_replies
 from ..records import Event, QuestionResult
-
-# Final texts GeneGPT's loop writes instead of an answer.
-LOOP_ERRORS = ("lengthError", "numError")
 
 
 class ImportedAnswers:
     def __init__(self, items: dict[str, ImportedItem]):
         self.items = items
+        # A GeneGPT-format source's loop may be either of upstream's variants: read
+        # which completions called a URL with the rule its transcripts show.
+        logged = [RecordedItem(i.question, None, i.answer, i.steps) for i in items.values()]
+        self.url_rule = infer_loop({"source": logged})["source"].url_rule
 
     def run(self, question_id: str, question: str, model, tools) -> QuestionResult:
         result = QuestionResult(question_id=question_id)
         item = self.items.get(question)
         if item is None:
             return result.finish(answer=None, error="missing_in_source")
-        result.events = transcript(item)
+        result.events = transcript(item, self.url_rule)
         error = item.answer if item.answer in LOOP_ERRORS else None
         return result.finish(answer=item.answer, error=error)
 
 
-def transcript(item: ImportedItem) -> list[Event]:
-    """The item's model calls and tool calls as events."""
+def transcript(item: ImportedItem, url_rule: str = "first") -> list[Event]:
+    """The item's model calls and tool calls (read with ``url_rule``) as events."""
     if not item.steps:  # task_dict: the system's own account, no calls logged
         data = {
             "prompt_increment": None,
@@ -43,7 +44,9 @@ def transcript(item: ImportedItem) -> list[Event]:
             "error": None,
         }
         return [Event("model", 0, data)]
-    replies = recorded_tool_replies(RecordedItem(item.question, None, item.answer, item.steps))
+    replies = recorded_tool_replies(
+        RecordedItem(item.question, None, item.answer, item.steps), url_rule
+    )
     events, previous = [], ""
     for index, (prompt, completion) in enumerate(item.steps):
         continued = bool(previous) and prompt.startswith(previous)

@@ -4,7 +4,10 @@ A backend turns a :class:`CompletionRequest` into a :class:`Completion`. It rais
 :class:`ContextLengthError` when the prompt does not fit (the method records a
 ``lengthError``), :class:`ModelMiss` when it has no answer at all (a replay of a
 prompt that was never recorded) and :class:`ModelError` when the call failed for
-good (retries spent, a timeout): the method records the error and moves on.
+good: the method records the error and moves on. A failure that says nothing about
+the question (the server unreachable, timeouts, 5xx after retries) is
+``transient``: the run job keeps no record of that question, so a rerun retries it,
+and stops after a few in a row (:mod:`helixbench.runner`).
 
 Backends: ``replay`` (recorded runs), ``imported`` (a published system's
 outputs, read rather than computed), ``enrichment`` (no language model, for
@@ -47,6 +50,9 @@ class Completion:
     reused_tokens: int | None = None  # prompt tokens served from a reused key/value cache
     finish_reason: str | None = None  # "stop", "length", "tool_calls", ...
     tool_calls: tuple[dict, ...] | None = None  # [{"id", "name", "arguments"}] (function calling)
+    # What the server said answered (its reply's ``model`` and ``system_fingerprint``).
+    served: dict | None = None
+    latency_s: float | None = None  # a cached answer: how long the call took when made
 
 
 class ContextLengthError(Exception):
@@ -64,9 +70,36 @@ class ModelMiss(Exception):
 
 
 class ModelError(Exception):
-    """The call failed for good (retries spent, timeout, bad request); recorded, not raised."""
+    """The call failed for good (retries spent, timeout, bad request); recorded, not raised.
+
+    ``transient``: the failure is the server's state, not the question's (unreachable,
+    timed out, 5xx after retries): a rerun should try the question again.
+    """
 
     cache = "miss"
+
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
+
+
+def call_fields(completion: Completion | None, error: Exception | None) -> dict:
+    """What a model event records of a call's outcome (every method's transcript)."""
+    data = {
+        "cache": completion.cache if completion is not None else getattr(error, "cache", None),
+        "error": None if error is None else str(error),
+        **{
+            name: getattr(completion, name, None)
+            for name in ("prompt_tokens", "completion_tokens", "reused_tokens", "finish_reason")
+        },
+    }
+    if getattr(error, "transient", False):
+        data["transient"] = True
+    if completion is not None and completion.served:
+        data["served"] = completion.served
+    if completion is not None and completion.latency_s is not None:
+        data["original_latency_s"] = completion.latency_s
+    return data
 
 
 class Model(Protocol):

@@ -2,9 +2,11 @@
 
 The key is a digest of everything that decides the completion: the backend's
 identity (model id with revision or file digest, base URL, API kind), the
-decoding parameters and the full prompt. Two models never share an entry. Each
-call's record says whether it was a hit or a miss, so a rerun of a finished sweep
-shows that it made no model calls.
+decoding parameters and the full prompt. Two models never share an entry; a server
+model's identity includes what the server says it serves, so a model swapped
+behind the same URL finds none of the old answers. Each call's record says
+whether it was a hit or a miss, so a rerun of a finished sweep shows that it made
+no model calls; a hit keeps the tokens and the latency of the call that made it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import time
 from dataclasses import replace
 
+from .. import secrets
 from ..digests import sha256_json
 from ..store import SqliteStore, utc_now
 from . import Completion, CompletionRequest, ContextLengthError, Model
@@ -37,7 +40,7 @@ class ModelCache(SqliteStore):
 
     def get(self, key: str) -> tuple | None:
         return self._query_one(
-            "SELECT text, refused, prompt_tokens, completion_tokens, finish_reason"
+            "SELECT text, refused, prompt_tokens, completion_tokens, finish_reason, latency_s"
             " FROM completions WHERE key = ?",
             (key,),
         )
@@ -87,7 +90,7 @@ class CachedModel:
         key = request_key(self.identity(), request)
         row = self.cache.get(key)
         if row is not None:
-            text, refused, prompt_tokens, completion_tokens, finish = row
+            text, refused, prompt_tokens, completion_tokens, finish, latency = row
             if refused is not None:
                 raise ContextLengthError(refused, cache="hit")
             calls = None
@@ -96,7 +99,14 @@ class CachedModel:
                 text, calls = stored["content"], stored["tool_calls"]
                 calls = tuple(calls) if calls else None
             return Completion(
-                text, "hit", prompt_tokens, completion_tokens, None, finish, tool_calls=calls
+                text,
+                "hit",
+                prompt_tokens,
+                completion_tokens,
+                None,
+                finish,
+                tool_calls=calls,
+                latency_s=latency,
             )
         started = time.perf_counter()
         try:
@@ -105,10 +115,10 @@ class CachedModel:
             row = (None, str(exc), None, None, None)
             self.cache.put(key, self.identity(), row, time.perf_counter() - started)
             raise ContextLengthError(str(exc), cache="miss") from None
-        text = completion.text
+        text = secrets.redact(completion.text)
         if request.tools:
             calls = list(completion.tool_calls) if completion.tool_calls else None
-            text = json.dumps({"content": text, "tool_calls": calls})
+            text = secrets.redact(json.dumps({"content": completion.text, "tool_calls": calls}))
         row = (
             text,
             None,

@@ -13,8 +13,9 @@ Which scorers score a task comes from the config's ``scoring`` section:
   candidate names, by the embedding model (:mod:`.text`).
 - ``judge``: a model from the registry grades 1 / 0.5 / 0 (:mod:`.judge`).
 - ``extracted``: ``genegpt`` on the answer a per-task rule extracts from a wordy
-  final text (:mod:`.extract`); ``model_extracted``: the same with a model from the
-  registry as the extractor (``scoring.extractor.model``).
+  final text, never below ``genegpt`` on the text as given (:mod:`.extract`);
+  ``model_extracted``: the same with a model from the registry as the extractor
+  (``scoring.extractor.model``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ Scorer = Callable[..., "float | None"]
 
 
 def extracted_score(task: str, answer: str | None, gold, question: str = "") -> float | None:
-    """Upstream's scorer on the answer extracted from the final text."""
-    return genegpt_score(task, extract_answer(task, answer, question), gold)
+    """Upstream's scorer on the answer extracted from the final text, never below its
+    score of the text as given (the promise in :mod:`.extract`)."""
+    given = genegpt_score(task, answer, gold)
+    if given is None:
+        return None
+    return max(given, genegpt_score(task, extract_answer(task, answer, question), gold))
 
 
 class ModelExtractedScorer:
@@ -42,9 +47,10 @@ class ModelExtractedScorer:
         return self.extractor.identity()
 
     def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
-        if genegpt_score(task, "", gold) is None:  # a task upstream does not score
+        given = genegpt_score(task, answer, gold)
+        if given is None:  # a task upstream does not score
             return None
-        return genegpt_score(task, self.extractor(task, answer, question), gold)
+        return max(given, genegpt_score(task, self.extractor(task, answer, question), gold))
 
 
 # Scorers that need no settings; ``embedding`` and ``judge`` are built from config.

@@ -3,15 +3,26 @@
 GeneGPT's upstream scorer compares a bare answer (``Answer: chr8``); newer systems
 answer in sentences ("Answer: No, it is a pseudogene", "Zebrafish (Danio rerio)")
 that it scores 0 however right they are. The ``extracted`` scorer applies the
-upstream scorer to the answer :func:`extract_answer` finds, so a run's strict and
+upstream scorer to the answer :func:`extract_answer` finds, so a run's upstream and
 extracted scores differ exactly by its right-but-badly-formatted answers.
+
+What ``extracted`` promises, against upstream's scorer on the same text (a test
+checks both over every mirrored GeneGPT recording):
+
+- an answer in its task's bare form scores exactly as upstream scores it (the
+  extractor returns it unchanged);
+- any other answer never scores lower: the score is the better of the text as
+  given and the answer extracted from it, so formatting can only cost credit
+  upstream, never here. (Upstream's last-token rule can credit a sentence that
+  ends with the right chromosome; a rule that reads the first one named must not
+  take that back.) Recorded runs without demonstrations answer in sentences
+  (mask 010000: "Hint: ..."), so there the two scores do differ, upwards only.
 
 The rules, in order, for each task type:
 
 1. A text already in its task's bare form is returned unchanged: a chromosome, a
    coordinate range, Yes/No, a species name, one symbol, a comma-separated list of
-   symbols or bands, as GeneGPT's own runs answer. So the extractor never changes a
-   score of theirs (a test checks every mirrored GeneGPT run).
+   symbols or bands, as GeneGPT's runs with demonstrations answer.
 2. Otherwise the text after the first ``Answer:`` (the whole text if none), with
    markdown emphasis dropped, is searched:
 

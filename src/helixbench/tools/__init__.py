@@ -79,12 +79,18 @@ def tool_settings(mode: str) -> dict:
     return {**json.loads(os.environ.get(SETTINGS_ENV) or "{}"), "mode": mode}
 
 
-def create_toolbox(settings: dict, recorded=None, question_ids: dict[str, str] | None = None):
-    """The toolbox a run's ``tools`` settings name: ``replay`` or the executor."""
+def create_toolbox(
+    settings: dict,
+    recorded=None,
+    question_ids: dict[str, str] | None = None,
+    url_rule: str = "first",
+):
+    """The toolbox a run's ``tools`` settings name: ``replay`` (the recorded items, read
+    with the recording's ``url_rule``) or the executor."""
     if settings.get("mode") == "replay":
         from .replay import ReplayToolbox
 
-        return ReplayToolbox(recorded or [], question_ids or {})
+        return ReplayToolbox(recorded or [], question_ids or {}, url_rule)
     from .executor import ToolExecutor, ToolSettings
 
     return ToolExecutor(ToolSettings.from_config(settings))

@@ -118,21 +118,23 @@ class ReplyCache(SqliteStore):
         return super().count(table)
 
 
-def recorded_replies(items, origin: str, fetched_at: str, cap: int = 10_000) -> list[CachedReply]:
-    """Cache entries for every tool reply a recorded GeneGPT run shows.
+def recorded_replies(
+    items, origin: str, fetched_at: str, cap: int = 10_000, url_rule: str = "first"
+) -> list[CachedReply]:
+    """Cache entries for every tool reply a recorded GeneGPT run shows (its calls read
+    with the ``url_rule`` it was recorded with).
 
     Upstream cut each reply at ``cap`` bytes before putting it in the prompt, so a
     recorded reply of exactly ``cap`` bytes may be a cut one: it is marked, and
     serves only callers that keep no more than that (see :meth:`CachedReply.serves`).
     """
-    from ..methods.genegpt import is_blast_put
+    from ..genegpt_format import is_blast_put, parse_rendered_reply
     from ..recordings import recorded_tool_replies
-    from ..snapshots import parse_rendered_reply
     from .urls import canonical_url, strip_secrets
 
     entries = []
     for item in items:
-        for url, rendered in recorded_tool_replies(item).values():
+        for url, rendered in recorded_tool_replies(item, url_rule).values():
             if rendered is None or rendered.startswith("Error"):
                 continue
             value = parse_rendered_reply(rendered)

@@ -33,12 +33,20 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import requests
 
-from .. import __version__
+from .. import __version__, secrets
 from ..digests import sha256_json
 from . import ToolRequest, ToolResult
 from .cache import CachedReply, ReplyCache, utc_now
 from .ratelimit import RateLimiter
-from .urls import UnsafeURL, canonical_url, check_url, query_params, redact, strip_secrets
+from .urls import (
+    UnsafeURL,
+    abridged,
+    canonical_url,
+    check_url,
+    normalise_url,
+    query_params,
+    strip_secrets,
+)
 
 log = logging.getLogger("helixbench.tools")
 
@@ -70,6 +78,7 @@ class ToolSettings:
     api_key_env: str = "NCBI_API_KEY"
     timeout_s: float = 30.0
     max_bytes: int = 20_000_000
+    max_url_length: int = 8192  # a longer model-written URL is refused (a tool error)
     retries: int = 4
     backoff_s: float = 1.0
     max_backoff_s: float = 120.0
@@ -132,6 +141,9 @@ class ToolExecutor:
         self.cache = cache or ReplyCache(Path(settings.cache))
         self._allowed = frozenset(h.lower() for h in settings.allowed_hosts)
         self._api_key = settings.api_key()
+        # Sent to NCBI only; a reply that repeats them back is stored without them.
+        secrets.register(self._api_key)
+        secrets.register(settings.ncbi_email)
         self._session = requests.Session()
         self._session.trust_env = False  # no proxies or .netrc credentials from the environment
         self._session.headers["User-Agent"] = f"helixbench/{__version__}"
@@ -141,15 +153,27 @@ class ToolExecutor:
     # -- the Toolbox interface -------------------------------------------------------
 
     def call(self, request: ToolRequest) -> ToolResult:
+        limit = self.settings.max_url_length
+        if len(request.url) > limit:  # refused before it is stored, keyed or shown whole
+            return ToolResult(
+                abridged(strip_secrets(request.url)),
+                request.index,
+                error=f"refused: a URL of {len(request.url)} characters; the limit is {limit} "
+                "(tools.http.max_url_length)",
+            )
         shown = strip_secrets(request.url)
         try:
             return self._call(request, shown)
         except Exception as exc:  # a tool call never crashes a run
             log.exception("tool call failed unexpectedly")
-            return ToolResult(shown, request.index, error=self._redact(f"internal error: {exc}"))
+            return ToolResult(shown, request.index, error=secrets.redact(f"internal error: {exc}"))
 
     def _call(self, request: ToolRequest, shown: str) -> ToolResult:
         try:
+            # One canonical spelling (host case, port, path) for the allowlist, the
+            # routes, the cache key and the request: one call, one destination.
+            request = replace(request, url=normalise_url(request.url))
+            shown = strip_secrets(request.url)
             host = check_url(request.url, self._allowed)
         except UnsafeURL as exc:
             return ToolResult(shown, request.index, error=f"refused: {exc}")
@@ -184,7 +208,7 @@ class ToolExecutor:
             key=key,
             url=shown,
             status=reply.status,
-            body=reply.body,
+            body=secrets.redact_bytes(reply.body),  # a server may echo the API key
             rid=None,
             truncated_at=None,
             fetched_at=utc_now(),
@@ -290,9 +314,6 @@ class ToolExecutor:
                 url += ("&" if "?" in url else "?") + query
         return self._route(url)
 
-    def _redact(self, text: str) -> str:
-        return redact(text, [self._api_key] if self._api_key else [])
-
     def _http(self, host: str, url: str, body: tuple[str, dict] | None = None) -> _Reply:
         """GET ``url`` (a checked public URL), or POST ``body`` (its kind and fields) to
         it, politely; a _Failure once retries are spent."""
@@ -312,6 +333,8 @@ class ToolExecutor:
                 error = f"timeout after {settings.timeout_s:g} s"
             except requests.ConnectionError as exc:
                 error = f"connection failed ({type(exc).__name__})"
+            except requests.RequestException as exc:  # cut short of Content-Length, bad gzip
+                error = f"broken reply ({type(exc).__name__})"
             except _Failure as exc:
                 error = str(exc)
                 self.cache.log_request(
@@ -319,11 +342,21 @@ class ToolExecutor:
                 )
                 raise
             elapsed = time.perf_counter() - t0
-            self.cache.log_request(key, shown, attempt, at, elapsed, status, len(content), error)
+            self.cache.log_request(
+                key,
+                shown,
+                attempt,
+                at,
+                elapsed,
+                status,
+                len(content),
+                secrets.redact(error or "") or None,
+            )
             if status in REDIRECT_STATUSES and location:
                 redirects += 1
                 target = self._unroute(urljoin(self._route(url), location))
                 try:
+                    target = normalise_url(target)
                     host = check_url(target, self._allowed)
                 except UnsafeURL as exc:
                     raise _Failure(f"refused redirect to {strip_secrets(target)}: {exc}") from None

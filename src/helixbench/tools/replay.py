@@ -7,16 +7,18 @@ ever leaves the process.
 
 from __future__ import annotations
 
+from ..genegpt_format import parse_rendered_reply
 from ..recordings import RecordedItem, recorded_tool_replies
-from ..snapshots import parse_rendered_reply
 from . import ToolRequest, ToolResult
 
 
 class ReplayToolbox:
-    def __init__(self, items: list[RecordedItem], question_ids: dict[str, str]):
+    def __init__(
+        self, items: list[RecordedItem], question_ids: dict[str, str], url_rule: str = "first"
+    ):
         # question id -> {model call index: (url, rendered reply or None)}
         self._calls = {
-            question_ids[item.question]: recorded_tool_replies(item)
+            question_ids[item.question]: recorded_tool_replies(item, url_rule)
             for item in items
             if item.question in question_ids
         }
