@@ -370,28 +370,66 @@ def test_converted_model_keeps_the_gguf_identity(smollm2_dir):
     assert converted._loaded[2] == 8192  # the model's window, from its config
 
 
-def test_cache_reuse_is_token_identical(smollm2_dir):
+def test_cache_reuse_and_prompt_lookup_are_token_identical(smollm2_dir):
+    """Greedy decoding three ways gives the same tokens: one token a pass on a fresh
+    cache, the same reusing the key/value cache across calls, and reusing it with
+    prompt lookup (drafts checked several a pass), on prompts whose completions copy
+    URLs from the header (what prompt lookup drafts)."""
     from helixbench.methods.genegpt import DOCUMENTATION, INSTRUCTION
     from helixbench.models.local import TransformersModel
 
-    header = INSTRUCTION + DOCUMENTATION[0]
+    url = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene&retmax=5&term="
+    demonstration = (
+        f"Question: What is the official gene symbol of SEP2?\n[{url}SEP2]->"
+        '[b\'{"esearchresult": {"idlist": ["1731"]}}\']\nAnswer: SEPTIN2\n\n'
+    )
+    header = INSTRUCTION + DOCUMENTATION[0] + "Here are some examples:\n\n" + demonstration
     questions = ["What is the official gene symbol of LMP10?", "Where is the gene SPRR2D?"]
     runs = {}
-    for reuse in (True, False):
-        model = TransformersModel({**SMOLLM2, "reuse_cache": reuse}, converted=smollm2_dir)
+    for name, reuse, lookup in (("fresh", False, 0), ("reuse", True, 0), ("lookup", True, 8)):
+        spec = {**SMOLLM2, "reuse_cache": reuse, "prompt_lookup": lookup}
+        model = TransformersModel(spec, converted=smollm2_dir)
         texts, reused = [], []
         for question in questions:
             prompt = header + f"Question: {question}\n"
             for call in range(2):  # a tool round: the prompt grows by what was appended
                 completion = model.complete(request(prompt, call, max_tokens=24))
-                texts.append(completion.text)
+                texts.append((completion.text, completion.completion_tokens))
                 reused.append(completion.reused_tokens)
                 prompt += completion.text + '->[b\'{"esearchresult": {"idlist": ["5699"]}}\']\n'
-        runs[reuse] = (texts, reused)
-    assert runs[True][0] == runs[False][0]
-    assert runs[False][1] == [0, 0, 0, 0]
-    with_reuse = runs[True][1]
+        runs[name] = (texts, reused)
+    assert runs["reuse"][0] == runs["fresh"][0] == runs["lookup"][0]
+    assert any("https://" in text for text, _ in runs["lookup"][0])  # drafts had URLs to copy
+    assert runs["fresh"][1] == [0, 0, 0, 0]
+    with_reuse = runs["reuse"][1]
     assert with_reuse[0] == 0 and all(n > 200 for n in with_reuse[1:])  # header and more
+
+
+def test_the_growing_cache_gives_dynamic_caches_logits(smollm2_dir):
+    """Our in-place key/value cache against transformers' DynamicCache: the same logits
+    token by token, after a crop back (reuse across calls) too."""
+    import torch
+    from transformers import AutoModelForCausalLM, DynamicCache
+
+    from helixbench.models.local import _new_cache
+
+    model = AutoModelForCausalLM.from_pretrained(str(smollm2_dir), dtype=torch.float32).eval()
+    prompt = torch.arange(100, 400).unsqueeze(0)
+    runs = []
+    for cache in (DynamicCache(), _new_cache()):
+        logits = []
+        with torch.inference_mode():
+            out = model(input_ids=prompt, cache=cache, use_cache=True, logits_to_keep=1)
+            for _ in range(6):
+                token = out.logits[:, -1:].argmax(-1)
+                out = model(input_ids=token, cache=cache, use_cache=True, logits_to_keep=1)
+                logits.append(out.logits)
+            cache.crop(-4)
+            assert cache.get_seq_length() == 300 + 6 - 4
+            out = model(input_ids=torch.tensor([[7, 8, 9]]), cache=cache, use_cache=True)
+            logits.append(out.logits)
+        runs.append(torch.cat([x[:, -1] for x in logits]))
+    assert torch.equal(runs[0], runs[1])
 
 
 def test_prompt_past_the_window_is_a_length_error(smollm2_dir):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -228,6 +229,8 @@ def _recordings(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Before anything imports torch: see helixbench.models.local.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     parser = argparse.ArgumentParser(prog="helixbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 

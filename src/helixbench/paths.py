@@ -10,7 +10,7 @@ UPSTREAM_LOCK = "resources/upstream.lock.tsv"
 QUESTIONS = "resources/benchmarks/questions.jsonl"
 RECORDED_SNAPSHOT = "resources/snapshots/recorded/{recording}/{run_dir}/{task}.json"
 LIVE_SNAPSHOT = "resources/snapshots/live/{name}.json"
-LOCAL_MODEL = "resources/models/{model}"  # a GGUF model converted for fast loading
+LOCAL_MODEL = "resources/models/{weights}"  # a GGUF file converted for fast loading
 TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
 
 RUN_SHARD = "results/runs/{model}/{method}/shard-{shard}-of-{shards}.jsonl"

@@ -196,9 +196,13 @@ class Run:
 
     @property
     def model_dir(self) -> str | None:
-        """The converted local model the run loads (a GGUF model of the transformers backend)."""
-        if self.model_spec["backend"] == "transformers" and self.model_spec.get("gguf_file"):
-            return paths.LOCAL_MODEL.format(model=self.model)
+        """The converted local model the run loads (a GGUF file of the transformers
+        backend: one conversion per file, whichever models load it)."""
+        if self.model_spec["backend"] == "transformers":
+            from .models.local import converted_name
+
+            name = converted_name(self.model_spec)
+            return paths.LOCAL_MODEL.format(weights=name) if name else None
         return None
 
     @property

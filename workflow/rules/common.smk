@@ -16,6 +16,7 @@ sys.path.insert(0, str(SRC_DIR))
 from helixbench import paths
 from helixbench.benchmarks import question_files
 from helixbench.fetch import FetchError, resolve_mirror
+from helixbench.models.local import converted_name, weights_spec
 from helixbench.plan import ConfigError, build_plan, upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.tools.executor import ToolSettings
@@ -151,8 +152,12 @@ def get_model_dir_arg(wildcards, input):
     return f"--model-dir {shlex.quote(input.model_dir)}" if input.model_dir else ""
 
 
-def get_model_spec(wildcards):
-    return json.dumps(config["models"][wildcards.model], sort_keys=True)
+def get_weights_spec(wildcards):
+    """What of a model's config decides the GGUF file converted into ``weights``."""
+    for spec in config["models"].values():
+        if spec.get("backend") == "transformers" and converted_name(spec) == wildcards.weights:
+            return json.dumps(weights_spec(spec), sort_keys=True)
+    raise WorkflowError(f"no model of the config loads {wildcards.weights}")
 
 
 def get_seed_runs(wildcards):

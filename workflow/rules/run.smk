@@ -34,11 +34,11 @@ rule prepare_local_model:
     output:
         directory(paths.LOCAL_MODEL),
     log:
-        "logs/models/{model}.log",
+        "logs/models/{weights}.log",
     conda:
         CONDA_ENV
     params:
-        spec=get_model_spec,
+        spec=get_weights_spec,
     shell:
         "python -m helixbench prepare-model --spec {params.spec:q} --out {output:q}"
         " > {log:q} 2>&1"
