@@ -33,6 +33,11 @@ class Received:
 @dataclass
 class NCBIServerState:
     replies: dict = field(default_factory=dict)  # canonical public URL -> body bytes
+    # BLAST Put URL -> the RID to answer with (a recorded search's); any RID in
+    # ``known_rids`` is a search its SearchInfo checks know
+    put_rids: dict = field(default_factory=dict)
+    known_rids: set = field(default_factory=set)
+    latency_s: dict = field(default_factory=dict)  # "eutils" / "blast" -> seconds a reply takes
     eutils_rate: float | None = 3.0  # requests per second before a 429 (None: no limit)
     blast_interval: float | None = None  # seconds between BLAST contacts before a 429
     waiting_polls: int = 1  # status checks that say WAITING before READY
@@ -73,6 +78,9 @@ class _Handler(QuietHandler):
             state.received.append(Received(now, parts.path, query, status))
         if fault and fault[0] == "stall":
             time.sleep(fault[1])
+        service = "blast" if parts.path.startswith("/blast") else "eutils"
+        if state.latency_s.get(service):
+            time.sleep(state.latency_s[service])
         length = len(body)
         if fault and fault[0] == "short":  # promise more than is sent, then close
             status, body, length = 200, b'{"esearchresult": {"idl', 4096
@@ -129,8 +137,11 @@ class _Handler(QuietHandler):
         state = self.state
         cmd = query.get("CMD")
         if cmd == "Put":
-            state._next_rid += 1
-            rid = f"RID{state._next_rid:04d}"
+            public = "https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi?" + _query(query)
+            rid = state.put_rids.get(canonical_url(public))
+            if rid is None:
+                state._next_rid += 1
+                rid = f"RID{state._next_rid:04d}"
             body = (
                 f"<!--QBlastInfoBegin\n    RID = {rid}\n    RTOE = {state.rtoe}\nQBlastInfoEnd-->\n"
             )
@@ -139,7 +150,7 @@ class _Handler(QuietHandler):
         if cmd == "Get" and query.get("FORMAT_OBJECT") == "SearchInfo":
             if rid in state.failed_rids:
                 status = "FAILED"
-            elif not rid.startswith("RID"):
+            elif not rid.startswith("RID") and rid not in state.known_rids:
                 status = "UNKNOWN"
             else:
                 polls = state._polls.get(rid, 0) + 1
@@ -147,8 +158,11 @@ class _Handler(QuietHandler):
                 status = "READY" if polls > state.waiting_polls else "WAITING"
             return 200, f"QBlastInfoBegin\n\tStatus={status}\nQBlastInfoEnd\n".encode(), {}
         if cmd == "Get":
-            body = f"BLASTN results for {rid}\nchr15:91950805-91950932\n"
-            return 200, body.encode(), {}
+            public = "https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi?" + _query(query)
+            body = state.replies.get(canonical_url(public))
+            if body is None:
+                body = f"BLASTN results for {rid}\nchr15:91950805-91950932\n".encode()
+            return 200, body, {}
         return 400, b"bad CMD", {}
 
 

@@ -45,6 +45,11 @@ def paper_config() -> dict:
     return config
 
 
+# The tests that read the one workflow run of paper_run: pytest-xdist keeps them in
+# one test process, so the run is made once.
+PAPER_RUN = pytest.mark.xdist_group("paper_run")
+
+
 @pytest.fixture(scope="module")
 def paper_run(mirror, tmp_path_factory):
     """The default config's replayed runs through the workflow, once for this module."""
@@ -55,6 +60,7 @@ def paper_run(mirror, tmp_path_factory):
 
 
 @pytest.mark.workflow
+@PAPER_RUN
 def test_default_workflow_reproduces_the_paper(mirror, paper_run):
     tmp_path, config = paper_run, paper_config()
     report = tmp_path / "results" / "report"
@@ -124,6 +130,7 @@ def read_csv(path: Path) -> list[dict]:
 
 
 @pytest.mark.workflow
+@PAPER_RUN
 def test_report_sections_from_the_replayed_runs(paper_run):
     report = paper_run / "results" / "report"
     scores = {(r["method"], r["task"], r["metric"]): r for r in read_csv(report / "scores.csv")}
@@ -200,6 +207,7 @@ def test_published_systems_on_one_leaderboard(mirror, tmp_path):
 
 
 @pytest.mark.workflow
+@PAPER_RUN
 def test_per_question_view_leaves_whole_runs_out_past_its_limit(mirror, paper_run, monkeypatch):
     from helixbench import report
     from helixbench.benchmarks import read_questions
@@ -221,6 +229,7 @@ def test_per_question_view_leaves_whole_runs_out_past_its_limit(mirror, paper_ru
 
 
 @pytest.mark.workflow
+@PAPER_RUN
 def test_rescoring_reruns_no_model(mirror, paper_run, tmp_path):
     config = paper_config()
     config["scoring"] = {"default": ["strict", "genegpt"]}
@@ -232,6 +241,7 @@ def test_rescoring_reruns_no_model(mirror, paper_run, tmp_path):
 
 
 @pytest.mark.workflow
+@PAPER_RUN
 def test_compare_any_two_runs_from_the_command_line(mirror, paper_run):
     config_file = paper_run / "paper.yaml"
     config_file.write_text(yaml.safe_dump(paper_config()))
