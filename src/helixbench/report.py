@@ -1029,6 +1029,15 @@ def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
     )
 
 
+def _models_markdown(models: dict) -> str:
+    lines = []
+    for name, identities in models.items():
+        for identity in identities:
+            shown = {k: v for k, v in identity.items() if k != "weights_sha256"}
+            lines.append(f"- **{name}**: {md_escape(json.dumps(shown, sort_keys=True))}")
+    return "\n".join(lines) or "- none"
+
+
 def _loop_text(tasks: pd.DataFrame) -> str:
     """A replayed run's loop variants (one per task where its files differ)."""
     variants = dict.fromkeys(zip(tasks.max_calls, tasks.url_rule, strict=True))
@@ -1147,6 +1156,12 @@ right once extracted from a wordy final text, wrong only as formatted.
 
 ## Errors per task
 {errors.to_markdown(index=False, disable_numparse=True)}
+
+## Models
+What produced each model's answers (the identities in `provenance.json`, which also
+key the response cache):
+
+{_models_markdown(prov["models"])}
 
 ## Time, tokens and cost per run
 Token counts come from the model (the API's usage, or the local tokenizer); replayed

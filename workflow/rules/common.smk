@@ -155,7 +155,10 @@ def get_model_dir_arg(wildcards, input):
 def get_weights_spec(wildcards):
     """What of a model's config decides the GGUF file converted into ``weights``."""
     for spec in config["models"].values():
-        if spec.get("backend") == "transformers" and converted_name(spec) == wildcards.weights:
+        if (
+            spec.get("backend") == "transformers"
+            and converted_name(spec) == wildcards.weights
+        ):
             return json.dumps(weights_spec(spec), sort_keys=True)
     raise WorkflowError(f"no model of the config loads {wildcards.weights}")
 

@@ -260,6 +260,13 @@ class TransformersModel:
             identity["weights_sha256"] = {p.name: sha256_file(p) for p in files}
         else:
             identity["commit"] = getattr(self._loaded[1].config, "_commit_hash", None)
+        # What computes the answers: another version may choose other tokens.
+        identity["implementation"] = {
+            "runtime": "transformers " + importlib.metadata.version("transformers"),
+            "torch": importlib.metadata.version("torch"),
+            "dtype": "float32",
+            "decoding": "greedy",
+        }
         return identity
 
     def identity(self) -> dict:
