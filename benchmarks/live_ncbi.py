@@ -6,7 +6,7 @@ Target (issue 15): wall time at most 1.15x the floor.
 
 The model answers instantly: GeneGPT-slim's recorded Codex run (replay), with its
 tool calls made live (``tools: live``) through the tool executor against a loopback
-NCBI stand-in (tests/ncbi_server.py) that serves the replies the recording shows,
+NCBI stand-in (helixbench.loopback.ncbi) that serves the replies the recording shows,
 recorded BLAST searches included (each Put answers the recorded RID, whose status
 checks say WAITING once, then READY), with a realistic latency per request, and
 that enforces NCBI's limits itself (429 past them). The workflow runs it in
@@ -38,13 +38,13 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+sys.path.insert(0, str(ROOT / "src"))
 
 from helixbench.fetch import mirror_path, resolve_mirror  # noqa: E402
 from helixbench.genegpt_format import is_blast_put, parse_rendered_reply  # noqa: E402
+from helixbench.loopback.ncbi import NCBIServer, NCBIServerState  # noqa: E402
 from helixbench.recordings import load_recording, recorded_runs, recorded_tool_replies  # noqa: E402
 from helixbench.tools.urls import canonical_url  # noqa: E402
-from tests.ncbi_server import NCBIServer, NCBIServerState  # noqa: E402
 
 EUTILS_RATE = 3.0  # requests/s, no API key
 BLAST_INTERVAL = 10.0  # s between BLAST contacts

@@ -31,10 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from helixbench.benchmarks import load_benchmark  # noqa: E402
 from helixbench.fetch import fetch, resolve_mirror  # noqa: E402
 from helixbench.methods.genegpt import GeneGPT, build_header, recorded_snapshot  # noqa: E402
 from helixbench.models import local  # noqa: E402
+from helixbench.questions import load_benchmark  # noqa: E402
 from helixbench.recordings import (  # noqa: E402
     load_recording,
     recorded_header,

@@ -31,18 +31,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from helixbench.records import read_records, without_timings  # noqa: E402
+from helixbench.transcripts import read_records, without_timings  # noqa: E402
 
 COMMIT = re.compile(rb"[0-9a-f]{40}(-dirty)?")
 
 
 def snakemake(workdir: Path, config: Path, *args: str) -> None:
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow" / "Snakefile")]
         + ["--directory", str(workdir), "--configfile", str(config), "--cores", "8", "--quiet"]
         + list(args),
-        check=True,
+        capture_output=True,
+        text=True,
     )
+    if done.returncode != 0:
+        raise SystemExit(done.stdout[-2000:] + done.stderr[-3000:])
 
 
 def compare_records(before: Path, after: Path) -> list[str]:

@@ -26,8 +26,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from helixbench.config import build_plan  # noqa: E402
 from helixbench.fetch import resolve_mirror  # noqa: E402
-from helixbench.plan import build_plan  # noqa: E402
 
 
 def sweep_config() -> dict:

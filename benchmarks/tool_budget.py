@@ -3,7 +3,7 @@
 Run on demand:  python benchmarks/tool_budget.py [--workers 8] [--requests 90] [--rate 3]
 Target (issue 3): achieved requests/s at least 0.95 of the limit, zero 429s.
 
-A loopback stand-in for E-utils (tests/ncbi_server.py) answers 429 whenever more
+A loopback stand-in for E-utils (helixbench.loopback.ncbi) answers 429 whenever more
 than ``--rate`` requests arrive within one second; 8 worker processes send distinct
 E-utils requests through the tool executor (live mode, fresh cache), which shares
 one file-based budget between them. Prints the achieved rate over the server's
@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+sys.path.insert(0, str(ROOT / "src"))
 
+from helixbench.loopback.ncbi import NCBIServer, NCBIServerState  # noqa: E402
 from helixbench.tools import ToolRequest  # noqa: E402
 from helixbench.tools.executor import ToolExecutor, ToolSettings  # noqa: E402
-from tests.ncbi_server import NCBIServer, NCBIServerState  # noqa: E402
 
 ESEARCH = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene&retmax=5&term="
 

@@ -183,7 +183,7 @@ def test_an_upstream_file_changed_after_download_is_detected(mirror, tmp_path):
     """A local copy under resources/upstream is checked against its pin when read:
     an edit is an error naming the file, not a silently different result."""
     from helixbench.errors import DataError
-    from helixbench.plan import upstream_path
+    from helixbench.paths import upstream_path
     from helixbench.recordings import load_recording, recorded_runs
 
     run = next(r for r in recorded_runs("genegpt-2023", "geneturing", "001001"))

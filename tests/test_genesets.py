@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helixbench.benchmarks import GENESET_FILES, load_genesets
+from helixbench.config import ConfigError, build_plan
 from helixbench.methods.genesets import (
     ClosedBook,
     GeneAgent,
@@ -15,17 +15,17 @@ from helixbench.methods.genesets import (
     parse_claims,
     parse_process,
     parse_verdict,
+    recorded_terms,
 )
 from helixbench.models import create_model
-from helixbench.plan import ConfigError, build_plan
-from helixbench.runner import _recorded_terms
+from helixbench.questions import GENESET_FILES, load_genesets
 from helixbench.scoring.text import EmbeddingScorer, PercentileScorer, rouge_scorer_for
 from helixbench.tools.executor import ToolExecutor
 from helixbench.tools.genesets import GeneSetTools, geneset_settings
 
 from .conftest import SMOLLM2
-from .geneset_servers import GeneSetServer
-from .openai_server import OpenAIServer
+from .support.geneset_servers import GeneSetServer
+from .support.openai_server import OpenAIServer
 
 
 def _sets(mirror: Path, task: str):
@@ -254,7 +254,7 @@ def test_gsea_top1_takes_the_recorded_term_of_each_msigdb_set(mirror):
         / "raw.githubusercontent.com/ncbi-nlp/GeneAgent"
         / ("88fd1adb40dce9545bde5b904ef3a628c09d747c/GSEATerms/MsigDB.EnrichTerms.top1.json")
     )
-    terms = _recorded_terms(str(top1), toy, msigdb + toy)
+    terms = recorded_terms(str(top1), toy, msigdb + toy)
     # The toy set is MSigDB's second row (MsigDB:69, Peroxisome): its recorded term.
     assert terms == {toy[0].text: "protein localization to peroxisome"}
     result = GseaTop1(terms).run(toy[0].id, toy[0].text, None, None)

@@ -11,19 +11,20 @@ from pathlib import Path
 import pytest
 
 from helixbench import paths
-from helixbench.benchmarks import BENCHMARK_FILES, load_benchmark, write_questions
+from helixbench.config import ConfigError, build_plan, resolve_scoring
 from helixbench.fetch import MIRROR_ENV, FetchError, fetch
 from helixbench.imports import SOURCES, coverage, load_items, resolve_source, task_file
-from helixbench.plan import ConfigError, build_plan, resolve_scoring, upstream_path
+from helixbench.paths import upstream_path
+from helixbench.questions import BENCHMARK_FILES, load_benchmark, write_questions
 from helixbench.recordings import load_recording
-from helixbench.records import read_records
 from helixbench.runner import run_shard, score_run
 from helixbench.scoring import Scorers, extracted_score
 from helixbench.scoring.extract import extract_answer, is_bare
 from helixbench.scoring.genegpt import genegpt_score
+from helixbench.transcripts import read_records
 from helixbench.upstream import manifest
 
-from .openai_server import OpenAIServer
+from .support.openai_server import OpenAIServer
 
 
 def _fetch_all(plan, mirror: Path, workdir: Path) -> None:
@@ -422,7 +423,7 @@ def test_model_extractor_through_the_registry(tmp_path):
 def test_report_shows_a_sources_fields_as_text_not_markup():
     """The config supplies an imported source's name, model, prompt, citation and
     evaluator: report.md escapes them as the HTML report does."""
-    from helixbench.report import _imported_markdown
+    from helixbench.report.markdown import _imported_markdown
 
     hostile = "[click](https://evil.example) <img src=x onerror=alert(1)> **bold** | x\n# h"
     row = {

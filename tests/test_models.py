@@ -18,7 +18,7 @@ from helixbench.models import (
 from helixbench.models.cache import CachedModel, ModelCache
 
 from .conftest import SMOLLM2
-from .openai_server import OpenAIServer
+from .support.openai_server import OpenAIServer
 
 
 def request(prompt: str, index: int = 0, max_tokens: int = 32, **kw) -> CompletionRequest:

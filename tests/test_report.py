@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from helixbench.html_report import html_table
-from helixbench.plan import build_plan
-from helixbench.report import cost_table, model_error_notes
+from helixbench.config import build_plan
+from helixbench.report.html import html_table
+from helixbench.report.operations import cost_table, model_error_notes
 
 
 def _plan():

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from helixbench.records import read_records, without_timings
+from helixbench.transcripts import read_records, without_timings
 
 from .conftest import REPO_ROOT, run_snakemake
-from .slurm_cluster import SlurmCluster
+from .support.slurm_cluster import SlurmCluster
 
 PROFILE = REPO_ROOT / "workflow" / "profiles" / "slurm"
 TASKS = ["Gene alias", "SNP location"]

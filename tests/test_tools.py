@@ -13,18 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from helixbench.loopback.ncbi import NCBIServer, NCBIServerState
 from helixbench.methods.genegpt import DEMONSTRATIONS, GeneGPT, build_header, take_snapshot
 from helixbench.models import Completion
 from helixbench.recordings import load_recording, recorded_tool_replies
-from helixbench.records import to_record, without_timings
 from helixbench.snapshots import Snapshot, SnapshotError
 from helixbench.tools import ToolRequest
 from helixbench.tools.cache import CachedReply, ReplyCache, recorded_replies, utc_now
 from helixbench.tools.executor import ToolExecutor, ToolSettings
 from helixbench.tools.ratelimit import RateLimiter
 from helixbench.tools.urls import UnsafeURL, canonical_url, check_url, strip_secrets
-
-from .ncbi_server import NCBIServer, NCBIServerState
+from helixbench.transcripts import to_record, without_timings
 
 ESEARCH = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene&retmax=5&term="
 BLAST = "https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi"

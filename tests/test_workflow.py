@@ -14,15 +14,15 @@ import pytest
 import yaml
 
 from helixbench import paths
-from helixbench.plan import ConfigError, build_plan, config_hash
+from helixbench.config import ConfigError, build_plan, config_hash
+from helixbench.loopback.ncbi import NCBIServer
 from helixbench.snapshots import Snapshot
 
-from . import chromium
 from .conftest import REPO_ROOT, run_snakemake
-from .geneset_servers import GeneSetServer
-from .ncbi_server import NCBIServer
-from .openai_server import OpenAIServer
-from .test_scoring import REFERENCE
+from .support import chromium
+from .support.geneset_servers import GeneSetServer
+from .support.openai_server import OpenAIServer
+from .test_upstream_scorer import REFERENCE
 
 DEFAULT_CONFIG = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
 
@@ -210,8 +210,8 @@ def test_published_systems_on_one_leaderboard(mirror, tmp_path):
 @PAPER_RUN
 def test_per_question_view_leaves_whole_runs_out_past_its_limit(mirror, paper_run, monkeypatch):
     from helixbench import report
-    from helixbench.benchmarks import read_questions
-    from helixbench.html_report import question_items
+    from helixbench.questions import read_questions
+    from helixbench.report.html import question_items
 
     monkeypatch.chdir(paper_run)
     plan = build_plan(paper_config(), mirror)

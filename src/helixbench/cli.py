@@ -15,81 +15,42 @@ from pathlib import Path
 
 
 def _fetch(args) -> None:
-    from . import paths
-    from .fetch import fetch, resolve_mirror
-    from .upstream import manifest, url_relpath
+    from .fetch import fetch_local, resolve_mirror
 
-    rel = Path(args.output).relative_to(paths.UPSTREAM_DIR).as_posix()
-    entry = manifest().get(rel)
-    if entry is not None:
-        url, sha256 = entry.url, entry.sha256
-    elif args.url and args.sha256:  # pinned by the config (an imported source's file)
-        url, sha256 = args.url, args.sha256
-        if url_relpath(url) != rel:
-            raise SystemExit(f"error: {url} does not map onto {args.output}")
-    else:
-        raise SystemExit(f"error: {args.output} is not a pinned upstream file")
-    digest = fetch(url, Path(args.output), sha256, resolve_mirror(args.mirror), Path(args.lock))
-    logging.info("fetched %s (sha256 %s)", url, digest)
+    mirror = resolve_mirror(args.mirror)
+    digest = fetch_local(Path(args.output), mirror, Path(args.lock), args.url, args.sha256)
+    logging.info("fetched %s (sha256 %s)", args.output, digest)
 
 
 def _questions(args) -> None:
-    from .benchmarks import load_all, write_questions
-    from .plan import upstream_path
+    from .questions import write_question_table
 
-    questions = load_all(lambda file: Path(upstream_path(file)))
-    write_questions(questions, Path(args.out))
-    logging.info("wrote %d questions to %s", len(questions), args.out)
+    count = write_question_table(Path(args.out))
+    logging.info("wrote %d questions to %s", count, args.out)
 
 
 def _snapshot(args) -> None:
-    from .methods.genegpt import recorded_snapshot
-    from .recordings import load_recording, recorded_header
+    from .methods.genegpt import snapshot_of_recording
 
-    header = recorded_header(load_recording(Path(args.recording)))
-    source = {"kind": "recorded", "recording": args.recording_name, "url": args.url}
-    snapshot = recorded_snapshot(header, args.mask, source)
+    snapshot = snapshot_of_recording(Path(args.recording), args.recording_name, args.url, args.mask)
     snapshot.save(Path(args.out))
     logging.info("snapshot %s from %s", snapshot.id, args.url)
 
 
 def _live_snapshot(args) -> None:
-    from .methods.genegpt import take_snapshot
-    from .tools import tool_settings
-    from .tools.cache import utc_now
-    from .tools.executor import ToolExecutor, ToolSettings
+    from .methods.genegpt import take_live_snapshot
 
-    settings = ToolSettings.from_config(tool_settings(args.mode))
-    source = {"kind": "live", "name": args.name, "taken_at": utc_now(), "tools_mode": settings.mode}
-    snapshot = take_snapshot(ToolExecutor(settings), source)
+    snapshot = take_live_snapshot(args.name, args.mode)
     snapshot.save(Path(args.out))
-    logging.info("snapshot %s (%s) taken %s", snapshot.id, args.name, source["taken_at"])
+    logging.info("snapshot %s (%s) taken %s", snapshot.id, args.name, snapshot.source["taken_at"])
 
 
 def _seed_cache(args) -> None:
-    from . import paths
-    from .recordings import RecordingReader
-    from .tools.cache import ReplyCache, recorded_replies
-    from .upstream import relpath_url
+    from .tools.cache import ReplyCache, seed_from_recordings
 
-    cache = ReplyCache(Path(args.cache))
-    recordings = RecordingReader()
-    # The files of one recorded run (one directory) tell its loop variant together.
-    runs: dict[str, list[str]] = {}
-    for path in args.files:
-        runs.setdefault(str(Path(path).parent), []).append(path)
-    seeded = []
-    for path in args.files:
-        url = relpath_url(Path(path).relative_to(paths.UPSTREAM_DIR).as_posix())
-        loop = recordings.loop(path, runs[str(Path(path).parent)])
-        entries = recorded_replies(
-            recordings.items(path), f"seed:{args.recording}", "recorded", url_rule=loop.url_rule
-        )
-        added = cache.put_many(entries, replace=False)
-        seeded.append(
-            {"url": url, "replies": len(entries), "added": added, "url_rule": loop.url_rule}
-        )
-        logging.info("%s: %d recorded replies, %d new in the cache", url, len(entries), added)
+    seeded = seed_from_recordings(args.recording, ReplyCache(Path(args.cache)), args.files)
+    for file in seeded:
+        logging.info("%s: %d recorded replies, %d new", file["url"], file["replies"], file["added"])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     summary = {"recording": args.recording, "cache": args.cache, "files": seeded}
@@ -131,44 +92,33 @@ def _score(args) -> None:
     )
 
 
-def _load_config(args) -> dict:
-    if args.config_json:
-        return json.loads(args.config_json)
-    import yaml
+def _config_and_plan(args):
+    """The config (a YAML file or the workflow's JSON) and its plan, built once."""
+    from .config import build_plan
+    from .fetch import resolve_mirror
 
-    return yaml.safe_load(Path(args.config).read_text())
+    if args.config_json:
+        config = json.loads(args.config_json)
+    else:
+        import yaml
+
+        config = yaml.safe_load(Path(args.config).read_text())
+    return config, build_plan(config, resolve_mirror(config.get("mirror")))
 
 
 def _report(args) -> None:
-    from .fetch import resolve_mirror
-    from .plan import build_plan, config_hash
+    from .config import config_hash
     from .report import write_report
 
-    config = _load_config(args)
-    plan = build_plan(config, resolve_mirror(config.get("mirror")))
+    config, plan = _config_and_plan(args)
     write_report(plan, config, config_hash(config), Path(args.out_dir))
 
 
 def _compare(args) -> None:
-    from .fetch import resolve_mirror
-    from .plan import build_plan
-    from .report import compare_runs, load_scores, score_index
+    from .report.comparisons import compare_two
 
-    config = _load_config(args)
-    plan = build_plan(config, resolve_mirror(config.get("mirror")))
-    scores = score_index(load_scores(plan))
-    labels = {r.label: r for r in plan.runs}
-    for name in (args.a, args.b):
-        if name not in labels:
-            raise SystemExit(f"error: no run {name!r}; runs: {', '.join(labels)}")
-    shared = [
-        (t.benchmark, t.task)
-        for t in labels[args.a].tasks
-        if any((u.benchmark, u.task) == (t.benchmark, t.task) for u in labels[args.b].tasks)
-    ]
-    rows = [row for b, t in shared for row in compare_runs(plan, scores, args.a, args.b, b, t)]
-    if not rows:
-        raise SystemExit("error: the two runs share no scored question")
+    _, plan = _config_and_plan(args)
+    rows = compare_two(plan, args.a, args.b)
     print("task\tmetric\tn\ta\tb\ta-b\tp")
     for r in rows:
         print(
@@ -178,11 +128,7 @@ def _compare(args) -> None:
 
 
 def _plan(args) -> None:
-    from .fetch import resolve_mirror
-    from .plan import build_plan
-
-    config = _load_config(args)
-    plan = build_plan(config, resolve_mirror(config.get("mirror")))
+    _, plan = _config_and_plan(args)
     for run in plan.runs:
         print(f"{run.model}\t{run.method}\t{run.shards} shard(s)")
         for task in run.tasks:
@@ -193,39 +139,20 @@ def _plan(args) -> None:
 
 
 def _recordings(args) -> None:
-    from .fetch import mirror_path, resolve_mirror
-    from .plan import upstream_path
-    from .recordings import RECORDINGS, RecordingReader, recorded_runs
+    from .fetch import resolve_mirror
+    from .recordings import loop_table
 
-    mirror = resolve_mirror(args.mirror)
-    reader = RecordingReader()
     print("recording\trun\ttasks\tread\tmax_calls\turl_rule\tcapped_at\tcontradictions")
-    for name, spec in RECORDINGS.items():
-        for benchmark in spec["dirs"]:
-            by_dir: dict[str, list] = {}
-            for run in recorded_runs(name, benchmark, None):
-                by_dir.setdefault(run.run_dir, []).append(run)
-            for run_dir, runs in by_dir.items():
-                local = [
-                    mirror_path(r.file.url, mirror) if mirror else Path(upstream_path(r.file))
-                    for r in runs
-                ]
-                group = [str(p) for p in local if p.is_file()]
-                if not group:
-                    print(f"{name}\t{run_dir}\t{len(runs)}\t0\t\t\t\t")
-                    continue
-                loops = [reader.loop(path, group) for path in group]
-                caps = sorted({c for lp in loops for c in lp.evidence["capped_at"]})
-                wrong = {
-                    r: sum(lp.evidence["contradictions"][r] for lp in loops)
-                    for r in ("first", "last")
-                }
-                variants = sorted({(str(lp.max_calls or "-"), lp.url_rule) for lp in loops})
-                print(
-                    f"{name}\t{run_dir}\t{len(runs)}\t{len(group)}\t"
-                    + "\t".join("/".join(v) for v in zip(*variants, strict=True))
-                    + f"\t{caps}\t{wrong}"
-                )
+    for row in loop_table(resolve_mirror(args.mirror)):
+        if not row["read"]:
+            print(f"{row['recording']}\t{row['run']}\t{row['tasks']}\t0\t\t\t\t")
+            continue
+        caps = "/".join(str(cap or "-") for cap, _ in row["variants"])
+        rules = "/".join(rule for _, rule in row["variants"])
+        print(
+            f"{row['recording']}\t{row['run']}\t{row['tasks']}\t{row['read']}\t{caps}\t{rules}"
+            f"\t{row['capped_at']}\t{row['contradictions']}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

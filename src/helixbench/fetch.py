@@ -153,3 +153,22 @@ def _locked_sha256(url: str, digest: str, lock_file: Path | None) -> str:
         fh.flush()
         os.fsync(fh.fileno())
     return digest
+
+
+def fetch_local(output: Path, mirror: Path | None, lock_file: Path, url=None, sha256=None) -> str:
+    """Fetch the upstream file whose local copy is ``output`` (under
+    ``resources/upstream/``): pinned by the manifest, or by the config (``url`` and
+    ``sha256`` of an imported source's file). Returns its sha256."""
+    from . import paths
+    from .upstream import manifest
+
+    rel = Path(output).relative_to(paths.UPSTREAM_DIR).as_posix()
+    entry = manifest().get(rel)
+    if entry is not None:
+        url, sha256 = entry.url, entry.sha256
+    elif url and sha256:
+        if url_relpath(url) != rel:
+            raise FetchError(f"{url} does not map onto {output}")
+    else:
+        raise FetchError(f"{output} is not a pinned upstream file")
+    return fetch(url, Path(output), sha256, mirror, lock_file)

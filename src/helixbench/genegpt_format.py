@@ -27,7 +27,9 @@ URL_PATTERN = re.compile(r"\[(https?://[^\[\]]+)\]")
 LAST_URL_PATTERN = re.compile(r"\[(https?://[^\[\]]+)\]\Z")
 URL_RULES = ("first", "last")
 RID_PATTERN = re.compile(r"RID = (.*)\n")
-MASK_PATTERN = re.compile(r"^[01]{6}$")
+# A prompt mask: six digits 0/1, Dc.1 Dc.2 Dm.1-4 (every use writes it with this).
+MASK = r"[01]{6}"
+MASK_PATTERN = re.compile(rf"^{MASK}$")
 
 
 def check_mask(mask: str) -> str:

@@ -5,6 +5,8 @@ once. Wildcards: ``model``, ``method``, ``shard`` and ``shards``; a run (model,
 method) is the unit of the run and score jobs, whatever tasks it covers.
 """
 
+from dataclasses import dataclass
+
 UPSTREAM_DIR = "resources/upstream"
 UPSTREAM_LOCK = "resources/upstream.lock.tsv"
 QUESTIONS = "resources/benchmarks/questions.jsonl"
@@ -17,27 +19,46 @@ RUN_SHARD = "results/runs/{model}/{method}/shard-{shard}-of-{shards}.jsonl"
 RUN_SCORES = "results/scores/{model}/{method}.jsonl"
 
 REPORT_DIR = "results/report"
-REPORT_FILES = (
-    "report.md",
-    "scores.csv",
-    "replay.csv",
-    "errors.csv",
-    "cost.csv",
-    "table2.md",
-    "table2.csv",
-    "genehop.md",
-    "provenance.json",
-    "index.html",
-    "leaderboard.csv",
-    "imports.csv",
-    "genesets.csv",
-    "comparisons.csv",
-    "taxonomy.csv",
-    "ablation.csv",
-    "leaderboard.png",
-    "leaderboard.svg",
-    "ablation.png",
-    "ablation.svg",
-    "percentile.png",
-    "percentile.svg",
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    """A file the report writes; one with a caption (``workflow/report/<caption>.rst``)
+    is registered in Snakemake's own report under ``category``."""
+
+    name: str
+    caption: str | None = None
+    category: str | None = None
+
+
+# Every file of results/report/: the report rule's outputs and what the writer writes.
+REPORT = (
+    ReportFile("report.md", "report", "Report"),
+    ReportFile("scores.csv", "scores", "Scores"),
+    ReportFile("replay.csv", "replay", "Replay"),
+    ReportFile("errors.csv"),
+    ReportFile("cost.csv", "cost", "Cost"),
+    ReportFile("table2.md", "table2", "Scores"),
+    ReportFile("table2.csv"),
+    ReportFile("genehop.md"),
+    ReportFile("provenance.json"),
+    ReportFile("index.html", "index", "Report"),
+    ReportFile("leaderboard.csv", "leaderboard", "Scores"),
+    ReportFile("imports.csv", "imports", "Scores"),
+    ReportFile("comparisons.csv", "comparisons", "Scores"),
+    ReportFile("taxonomy.csv", "taxonomy", "Errors"),
+    ReportFile("ablation.csv", "ablation", "Scores"),
+    ReportFile("leaderboard.png", "leaderboard", "Figures"),
+    ReportFile("leaderboard.svg"),
+    ReportFile("ablation.png", "ablation", "Figures"),
+    ReportFile("ablation.svg"),
+    ReportFile("genesets.csv", "genesets", "Scores"),
+    ReportFile("percentile.png", "genesets", "Figures"),
+    ReportFile("percentile.svg"),
 )
+REPORT_FILES = tuple(f.name for f in REPORT)
+
+
+def upstream_path(file) -> str:
+    """Where the local copy of an upstream file (an UpstreamFile) lies."""
+    return f"{UPSTREAM_DIR}/{file.relpath}"

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .benchmarks import tasks_of
-from .genegpt_format import URL_RULES, extract_url
+from .genegpt_format import MASK, URL_RULES, extract_url
 from .jsonfiles import read_json
+from .questions import tasks_of
 from .upstream import GENEGPT_COMMIT, GENEGPT_REPO, UpstreamFile, listdir
 
 RECORDINGS = {
@@ -84,7 +84,7 @@ def recorded_runs(recording: str, benchmark: str, mask: str | None) -> list[Reco
     for f in listdir(spec["repo"], spec["commit"], prefix):
         run_dir, _, name = f.path.rpartition("/")
         task = name.removesuffix(".json")
-        dir_mask = re.search(r"([01]{6})$", run_dir)
+        dir_mask = re.search(rf"({MASK})$", run_dir)
         if dir_mask and mask in (None, dir_mask.group(1)) and task in known:
             runs.append(RecordedRun(recording, benchmark, task, dir_mask.group(1), run_dir, f))
     return runs
@@ -253,3 +253,33 @@ class RecordingReader:
             files = dict.fromkeys([*(group or []), key])
             self._loops.update(infer_loop({f: self.items(f) for f in files}))
         return self._loops[key]
+
+
+def loop_table(mirror: Path | None) -> list[dict]:
+    """Every recorded run the registry knows, with the loop variant its files show
+    (read from ``mirror``, else the local copies): one row per run directory."""
+    from .fetch import mirror_path
+    from .paths import upstream_path
+
+    reader, rows = RecordingReader(), []
+    for name, spec in RECORDINGS.items():
+        for benchmark in spec["dirs"]:
+            by_dir: dict[str, list] = {}
+            for run in recorded_runs(name, benchmark, None):
+                by_dir.setdefault(run.run_dir, []).append(run)
+            for run_dir, runs in by_dir.items():
+                local = [
+                    mirror_path(r.file.url, mirror) if mirror else Path(upstream_path(r.file))
+                    for r in runs
+                ]
+                group = [str(p) for p in local if p.is_file()]
+                row = {"recording": name, "run": run_dir, "tasks": len(runs), "read": len(group)}
+                if group:
+                    loops = [reader.loop(path, group) for path in group]
+                    row["variants"] = sorted({(lp.max_calls, lp.url_rule) for lp in loops}, key=str)
+                    row["capped_at"] = sorted({c for lp in loops for c in lp.evidence["capped_at"]})
+                    row["contradictions"] = {
+                        r: sum(lp.evidence["contradictions"][r] for lp in loops) for r in URL_RULES
+                    }
+                rows.append(row)
+    return rows

@@ -13,19 +13,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .benchmarks import GENESET_DATASET, Question, is_sample, read_questions
 from .digests import sha256_json, sha256_text
-from .imports import load_items
-from .jsonfiles import read_json
-from .methods import GENESET_KINDS, create_method
-from .methods.genegpt import recorded_snapshot
-from .models import ModelError, create_model
-from .recordings import RecordingReader, recorded_header
-from .records import ShardWriter, read_records, to_record
+from .methods import TaskContext, prepare
+from .models import ModelError, backend, create_model
+from .questions import Question, is_sample, read_questions
+from .recordings import RecordingReader
 from .scoring import Scorers
-from .snapshots import Snapshot
-from .tools import create_toolbox, tool_settings
-from .tools.genesets import GeneSetTools
+from .transcripts import ShardWriter, read_records, to_record
 
 log = logging.getLogger("helixbench.run")
 
@@ -74,66 +68,21 @@ class _TaskSetup:
     header_sha256: str
 
 
-def _task_setup(spec, task, questions, shared_model, all_questions, recordings) -> _TaskSetup:
-    model = shared_model
-    kind = spec["method_spec"]["kind"]
-    loop = None  # the loop settings of a GeneGPT method, as records state them
-    if task.get("imported"):  # a published system's answers: read, no model or tools
-        items, _ = load_items(
-            Path(task["imported"]), task["imported_format"], task["task"], task["imported_sha256"]
-        )
-        method, tools, snap = create_method(spec["method_spec"], imported=items), None, None
-    elif kind in GENESET_KINDS:
-        terms = _recorded_terms(task.get("gsea_terms"), questions, all_questions)
-        method = create_method(spec["method_spec"], recorded_terms=terms)
-        # GeneAgent's tools are masked for the set's dataset; enrichment as a method is not.
-        dataset = GENESET_DATASET[task["task"]] if kind == "geneagent" else None
-        tools = None  # closed-book calls no tool
-        if kind != "closed-book":
-            tools = GeneSetTools(geneset_executor(spec["tools"]["mode"]), dataset)
-        snap = None
-    else:
-        recorded, recorded_loop = [], None
-        if task.get("recording"):  # a replayed run: its items, and the loop that made them
-            recorded = recordings.items(task["recording"])
-            recorded_loop = recordings.loop(task["recording"], task.get("recording_group"))
-        if model is None:  # replay: each task answers from its own recorded file
-            source = {"url": task["recording_url"], "sha256": task["recording_sha256"]}
-            model = create_model(spec["model_spec"], recorded=recorded, recording_source=source)
-        if task.get("snapshot_from_recording"):  # the header's replies, as recorded
-            source = {"kind": "recorded", "recording": spec["model_spec"].get("recording")}
-            source["url"] = task["recording_url"]
-            mask = spec["method_spec"]["mask"]
-            snap = recorded_snapshot(recorded_header(recorded), mask, source)
-        else:
-            snap = Snapshot.load(Path(task["snapshot"]))
-        method = create_method(
-            spec["method_spec"],
-            snap,
-            recorded_loop=recorded_loop.settings() if recorded_loop else None,
-        )
-        loop = {**method.settings(), "from_recording": recorded_loop is not None}
-        tools = create_toolbox(
-            tool_settings(spec["tools"]["mode"]),
-            recorded,
-            {q.text: q.id for q in questions},
-            url_rule=method.url_rule,
-        )
+def _task_setup(spec, task, questions, model, every, recordings) -> _TaskSetup:
+    context = TaskContext(spec, task, questions, every, model, recordings)
+    prepared = prepare(context)
     run_info = {
         "model": spec["model"],
         "method": spec["method"],
         "benchmark": task["benchmark"],
         "task": task["task"],
-        "snapshot_id": snap.id if snap else None,
+        "snapshot_id": prepared.snapshot_id,
         "tools_mode": spec["tools"]["mode"],
-        "model_identity": model.identity(),
+        "model_identity": prepared.model.identity(),
+        **prepared.info,
     }
-    if loop is not None:
-        run_info["loop"] = loop
-    if task.get("imported"):
-        run_info["imported_from"] = {"url": task["imported_url"], "sha256": task["imported_sha256"]}
-    header_sha256 = sha256_text(getattr(method, "header", ""))
-    return _TaskSetup(run_info, method, model, tools, header_sha256)
+    header_sha256 = sha256_text(getattr(prepared.method, "header", ""))
+    return _TaskSetup(run_info, prepared.method, prepared.model, prepared.tools, header_sha256)
 
 
 def run_shard(
@@ -148,11 +97,13 @@ def run_shard(
     every = read_questions(questions_path)
     chosen = shard_questions(every, spec, shard)
     shared_model = None
-    if spec["model_spec"]["backend"] != "replay":  # one model (one load) for every task
+    if not backend(spec["model_spec"]["backend"]).recorded:  # one model (one load) for all tasks
+        caches = Path(model_cache).parent if model_cache else None
         shared_model = create_model(
             spec["model_spec"],
             cache=model_cache,
-            prefix_cache=Path(model_cache).parent / "prefixes" if model_cache else None,
+            prefix_cache=caches / "prefixes" if caches else None,
+            lock_dir=caches / "locks" if caches else None,
             model_dir=model_dir,
             threads=threads,
         )
@@ -224,25 +175,6 @@ def transient_failure(result) -> bool:
         return False
     calls = [e for e in result.events if e.type == "model"]
     return bool(calls) and calls[-1].data.get("transient", False)
-
-
-def _recorded_terms(path: str | None, questions, every) -> dict[str, str] | None:
-    """Question text -> GeneAgent's recorded top enrichment term. The recorded list
-    follows the MSigDB file's row order; a toy set finds its term by its set id."""
-    if path is None:
-        return None
-    terms = read_json(path)
-    msigdb = sorted((q for q in every if q.task == "MSigDB"), key=lambda q: q.index)
-    by_id = {q.source_id: t["name"] for q, t in zip(msigdb, terms, strict=True)}
-    return {q.text: by_id[q.source_id] for q in questions if q.source_id in by_id}
-
-
-def geneset_executor(mode: str):
-    """The tool executor of gene-set methods: the run's settings, GeneAgent's hosts."""
-    from .tools.executor import ToolExecutor
-    from .tools.genesets import geneset_settings
-
-    return ToolExecutor(geneset_settings(tool_settings(mode)))
 
 
 def score_run(

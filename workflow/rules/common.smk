@@ -14,10 +14,11 @@ SRC_DIR = Path(workflow.basedir).parent / "src"
 sys.path.insert(0, str(SRC_DIR))
 
 from helixbench import paths
-from helixbench.benchmarks import question_files
+from helixbench.questions import question_files
 from helixbench.fetch import FetchError, resolve_mirror
 from helixbench.models.local import converted_name, weights_spec
-from helixbench.plan import ConfigError, build_plan, upstream_path
+from helixbench.config import ConfigError, build_plan
+from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.tools.executor import ToolSettings
 from helixbench.upstream import manifest
@@ -109,6 +110,19 @@ def get_output_dir(wildcards, output):
 
 def get_final_output():
     return [f"{paths.REPORT_DIR}/{name}" for name in paths.REPORT_FILES]
+
+
+def get_report_outputs():
+    """The report's files (helixbench.paths.REPORT); those with a caption go into
+    Snakemake's own report under their category."""
+    outputs = []
+    for file in paths.REPORT:
+        path = f"{paths.REPORT_DIR}/{file.name}"
+        if file.caption:
+            caption = f"../report/{file.caption}.rst"
+            path = report(path, caption=caption, category=file.category)
+        outputs.append(path)
+    return outputs
 
 
 def get_mirror_arg():

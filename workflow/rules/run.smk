@@ -1,6 +1,6 @@
 # Stage 3: one job per shard of a run (model x method over all its tasks; shards
 # from config); a killed job resumes from the records it already wrote (see
-# helixbench.records).
+# helixbench.transcripts).
 
 
 rule run_shard:

@@ -1,42 +1,60 @@
-"""Methods (solvers): how a question becomes model and tool calls, selected by ``kind``."""
+"""Methods (solvers): how a question becomes model and tool calls, selected by ``kind``.
+
+Each kind's module says how a run job sets it up for one task (:func:`prepare`):
+which method object (with its prompt header, its recorded answers or terms),
+which model (the run's, or one per task where the backend answers from a
+recording) and which tools; the runner only feeds it questions.
+"""
 
 from __future__ import annotations
 
-from ..snapshots import Snapshot
+import importlib
+from dataclasses import dataclass, field
 
 GENESET_KINDS = ("closed-book", "geneagent", "gsea-top1")
 KINDS = ("genegpt", "imported", *GENESET_KINDS)
+# Method kind -> the module that prepares it.
+_MODULES = {
+    "genegpt": "genegpt",
+    "imported": "imported",
+    **dict.fromkeys(GENESET_KINDS, "genesets"),
+}
 
 
-def create_method(
-    spec: dict,
-    snapshot: Snapshot | None = None,
-    imported=None,
-    recorded_terms=None,
-    recorded_loop: dict | None = None,
-):
-    """The method ``spec["kind"]`` names, configured from ``spec``; ``imported``: the
-    items of an imported source's task (kind ``imported``); ``recorded_terms``:
-    question text -> recorded top enrichment term (``gsea-top1``); ``recorded_loop``:
-    the GeneGPT loop settings a replayed recording was made with."""
-    if spec.get("kind") == "genegpt":
-        from .genegpt import GeneGPT
+@dataclass
+class TaskContext:
+    """What a run job knows when it sets up a method for one of its tasks."""
 
-        return GeneGPT.from_spec(spec, snapshot, recorded_loop)
-    if spec.get("kind") == "imported":
-        from .imported import ImportedAnswers
+    run: dict  # the run's spec (model, method, model_spec, method_spec, tools, ...)
+    task: dict  # the task's spec (benchmark, task, recording, snapshot, ...)
+    questions: list  # the task's questions in this shard
+    every: list  # every question of the table (a toy gene set finds its dataset's row)
+    model: object  # the run's model, or None where each task makes its own
+    recordings: object  # a helixbench.recordings.RecordingReader
 
-        return ImportedAnswers(imported)
-    if spec.get("kind") == "closed-book":
-        from .genesets import ClosedBook
+    @property
+    def kind(self) -> str:
+        return self.run["method_spec"]["kind"]
 
-        return ClosedBook.from_spec(spec)
-    if spec.get("kind") == "geneagent":
-        from .genesets import GeneAgent
+    @property
+    def tools_mode(self) -> str:
+        return self.run["tools"]["mode"]
 
-        return GeneAgent.from_spec(spec)
-    if spec.get("kind") == "gsea-top1":
-        from .genesets import GseaTop1
 
-        return GseaTop1(recorded_terms or {})
-    raise ValueError(f"unknown method kind {spec.get('kind')!r}; available: {', '.join(KINDS)}")
+@dataclass
+class Prepared:
+    """A task's method, model and tools, and what its records say of them."""
+
+    method: object
+    model: object
+    tools: object = None
+    snapshot_id: str | None = None
+    info: dict = field(default_factory=dict)  # more of the run's record (loop, source file)
+
+
+def prepare(context: TaskContext) -> Prepared:
+    """The method, model and tools of one task of a run (the kind's module says how)."""
+    kind = context.kind
+    if kind not in _MODULES:
+        raise ValueError(f"unknown method kind {kind!r}; available: {', '.join(KINDS)}")
+    return importlib.import_module(f"{__name__}.{_MODULES[kind]}").prepare(context)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..digests import sha256_bytes, sha256_text
 from ..genegpt_format import check_mask, check_url_rule, extract_url, is_blast_put, render_reply
@@ -21,10 +22,13 @@ from ..models import (
     ModelError,
     ModelMiss,
     call_fields,
+    create_model,
 )
-from ..records import Event, QuestionResult
+from ..recordings import load_recording, recorded_header
 from ..snapshots import Snapshot, SnapshotError, SnapshotReply, extract_from_header
-from ..tools import Toolbox, ToolRequest
+from ..tools import Toolbox, ToolRequest, create_toolbox, tool_settings
+from ..transcripts import Event, QuestionResult
+from . import Prepared
 
 INSTRUCTION = "Hello. Your task is to use NCBI Web APIs to answer genomic questions.\n"
 
@@ -148,6 +152,23 @@ def recorded_snapshot(header: str, mask: str, source: dict) -> Snapshot:
     return snapshot
 
 
+def snapshot_of_recording(path: Path, name: str, url: str, mask: str) -> Snapshot:
+    """The demonstration snapshot of the recorded run in file ``path`` (recording
+    ``name``, from ``url``), checked against its header for ``mask``."""
+    header = recorded_header(load_recording(Path(path)))
+    return recorded_snapshot(header, mask, {"kind": "recorded", "recording": name, "url": url})
+
+
+def take_live_snapshot(name: str, mode: str) -> Snapshot:
+    """A snapshot of the demonstrations taken now through the tool executor, in ``mode``."""
+    from ..store import utc_now
+    from ..tools.executor import ToolExecutor, ToolSettings
+
+    settings = ToolSettings.from_config(tool_settings(mode))
+    source = {"kind": "live", "name": name, "taken_at": utc_now(), "tools_mode": settings.mode}
+    return take_snapshot(ToolExecutor(settings), source)
+
+
 def take_snapshot(tools: Toolbox, source: dict) -> Snapshot:
     """A snapshot of the seven demonstration replies, fetched through ``tools`` now.
 
@@ -269,3 +290,33 @@ def _model_event(request, previous_prompt, completion, started, error=None) -> E
         },
         latency_s=time.perf_counter() - started,
     )
+
+
+def prepare(context) -> Prepared:
+    """A GeneGPT task: its header (from the snapshot the plan names, or read off the
+    recording), the loop its recording was made with (replay), and its tools."""
+    task, run = context.task, context.run
+    recorded, recorded_loop, model = [], None, context.model
+    if task.get("recording"):  # a replayed run: its items, and the loop that made them
+        recorded = context.recordings.items(task["recording"])
+        recorded_loop = context.recordings.loop(task["recording"], task.get("recording_group"))
+    if model is None:  # replay: each task answers from its own recorded file
+        source = {"url": task["recording_url"], "sha256": task["recording_sha256"]}
+        model = create_model(run["model_spec"], recorded=recorded, recording_source=source)
+    if task.get("snapshot_from_recording"):  # the header's replies, as recorded
+        source = {"kind": "recorded", "recording": run["model_spec"].get("recording")}
+        source["url"] = task["recording_url"]
+        snapshot = recorded_snapshot(recorded_header(recorded), run["method_spec"]["mask"], source)
+    else:
+        snapshot = Snapshot.load(Path(task["snapshot"]))
+    method = GeneGPT.from_spec(
+        run["method_spec"], snapshot, recorded_loop.settings() if recorded_loop else None
+    )
+    tools = create_toolbox(
+        tool_settings(context.tools_mode),
+        recorded,
+        {q.text: q.id for q in context.questions},
+        url_rule=method.url_rule,
+    )
+    loop = {**method.settings(), "from_recording": recorded_loop is not None}
+    return Prepared(method, model, tools, snapshot.id, {"loop": loop})

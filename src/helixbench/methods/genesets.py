@@ -31,6 +31,7 @@ import re
 import time
 from dataclasses import dataclass
 
+from ..jsonfiles import read_json
 from ..models import (
     CompletionRequest,
     ContextLengthError,
@@ -39,8 +40,12 @@ from ..models import (
     ModelMiss,
     call_fields,
 )
-from ..records import Event, QuestionResult
-from ..tools.genesets import EVIDENCE_TOOLS, ToolCall
+from ..questions import GENESET_DATASET
+from ..tools import tool_settings
+from ..tools.executor import ToolExecutor
+from ..tools.genesets import EVIDENCE_TOOLS, GeneSetTools, ToolCall, geneset_settings
+from ..transcripts import Event, QuestionResult
+from . import Prepared
 
 SYSTEM = "You are an efficient and insightful assistant to a molecular biologist."
 GENERATE = """{system}
@@ -378,3 +383,29 @@ def _report(text: str | None) -> str:
     text = text or ""
     at = text.find("Report:")
     return (text[at + len("Report:") :] if at >= 0 else text).strip()
+
+
+def prepare(context) -> Prepared:
+    """A gene-set task: closed-book (no tools), geneagent (its tools masked for the
+    set's dataset) or gsea-top1 (the recorded top terms where GeneAgent recorded them,
+    live enrichment otherwise)."""
+    kind, spec = context.kind, context.run["method_spec"]
+    if kind == "closed-book":
+        return Prepared(ClosedBook.from_spec(spec), context.model)
+    executor = ToolExecutor(geneset_settings(tool_settings(context.tools_mode)))
+    if kind == "geneagent":
+        dataset = GENESET_DATASET[context.task["task"]]  # no tool of the set's own source
+        return Prepared(GeneAgent.from_spec(spec), context.model, GeneSetTools(executor, dataset))
+    terms = recorded_terms(context.task.get("gsea_terms"), context.questions, context.every)
+    return Prepared(GseaTop1(terms or {}), context.model, GeneSetTools(executor, None))
+
+
+def recorded_terms(path: str | None, questions, every) -> dict[str, str] | None:
+    """Question text -> GeneAgent's recorded top enrichment term. The recorded list
+    follows the MSigDB file's row order; a toy set finds its term by its set id."""
+    if path is None:
+        return None
+    terms = read_json(path)
+    msigdb = sorted((q for q in every if q.task == "MSigDB"), key=lambda q: q.index)
+    by_id = {q.source_id: t["name"] for q, t in zip(msigdb, terms, strict=True)}
+    return {q.text: by_id[q.source_id] for q in questions if q.source_id in by_id}

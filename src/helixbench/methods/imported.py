@@ -9,10 +9,13 @@ source does not answer is recorded as ``missing_in_source`` (scored, as a miss).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..digests import sha256_text
-from ..imports import ImportedItem
+from ..imports import ImportedItem, load_items
 from ..recordings import LOOP_ERRORS, RecordedItem, infer_loop, recorded_tool_replies
-from ..records import Event, QuestionResult
+from ..transcripts import Event, QuestionResult
+from . import Prepared
 
 
 class ImportedAnswers:
@@ -85,3 +88,13 @@ def _tool_data(url: str, rendered: str | None) -> dict:
         "attempts": 0,
         "rendered": rendered,
     }
+
+
+def prepare(context) -> Prepared:
+    """An imported task: the source's items for it, read from its pinned file; no tools."""
+    task = context.task
+    items, _ = load_items(
+        Path(task["imported"]), task["imported_format"], task["task"], task["imported_sha256"]
+    )
+    source = {"url": task["imported_url"], "sha256": task["imported_sha256"]}
+    return Prepared(ImportedAnswers(items), context.model, info={"imported_from": source})

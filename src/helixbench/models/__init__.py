@@ -103,57 +103,99 @@ def call_fields(completion: Completion | None, error: Exception | None) -> dict:
 
 
 class Model(Protocol):
+    """A language model: it answers prompts."""
+
     def identity(self) -> dict:
         """What exactly answers: backend, model id and revision or file digests."""
 
     def complete(self, request: CompletionRequest) -> Completion: ...
 
 
-def create_model(spec: dict, **resources) -> Model:
+class Backend:
+    """What a backend tells the rest of helixbench about itself. The plan, the runner
+    and the report ask these, so nothing outside ``models/`` tests a backend's name;
+    each backend class subclasses this and says what differs."""
+
+    name = ""
+    # Answers prompts (a Model). The others answer no prompt: an AnswerSource.
+    answers_prompts = True
+    # Answers from a recorded run: its runs cover the tasks the recording holds, each
+    # task answered from its own recorded file, and its tool calls are replayed.
+    recorded = False
+    # A published system's outputs, read: its runs take the method ``imported``.
+    published = False
+
+    @classmethod
+    def threads(cls, spec: dict) -> int:
+        """CPU threads a run job of this model asks Snakemake for."""
+        return 1
+
+    @classmethod
+    def gpus(cls, spec: dict) -> int:
+        """GPUs a run job of this model asks the cluster for."""
+        return 0
+
+    @classmethod
+    def endpoint(cls, spec: dict) -> str | None:
+        """The global resource that caps the jobs calling this model's server at once."""
+        return None
+
+    @classmethod
+    def converted_dir(cls, spec: dict) -> str | None:
+        """Where a prepared (converted) copy of the model lies, for its run jobs."""
+        return None
+
+
+class AnswerSource(Backend):
+    """A backend that answers no prompt (a published system's outputs, enrichment
+    analysis): methods read or compute its answers; it only says what it is."""
+
+    answers_prompts = False
+
+    def identity(self) -> dict:
+        raise NotImplementedError
+
+
+# Backend name -> (module, class), imported when asked for.
+_BACKENDS = {
+    "replay": ("replay", "ReplayModel"),
+    "imported": ("imported", "ImportedSource"),
+    "enrichment": ("imported", "EnrichmentSource"),
+    "openai": ("openai_api", "OpenAIModel"),
+    "transformers": ("local", "TransformersModel"),
+}
+BACKENDS = tuple(_BACKENDS)
+
+
+def backend(name: str) -> type[Backend]:
+    """The backend class ``name`` names (its facts; :func:`create_model` builds one)."""
+    import importlib
+
+    try:
+        module, cls = _BACKENDS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown model backend {name!r}; available: {', '.join(BACKENDS)}"
+        ) from None
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
+
+def create_model(spec: dict, **resources) -> Model | AnswerSource:
     """The backend named by ``spec["backend"]``, built from the rest of ``spec``.
 
     ``resources`` carries what the plan resolved for this run; for replay,
     ``recorded`` (the recorded run's items) and ``recording_source`` (its URL and
-    sha256, for the model's identity).
+    sha256, for the model's identity); for local models, ``model_dir``, ``threads``
+    and ``prefix_cache``; ``cache``: the response cache every language model but
+    replay answers through.
     """
-    backend = spec.get("backend")
-    if backend == "replay":
-        from .replay import ReplayModel
-
-        return ReplayModel.from_recording(
-            resources["recorded"], spec, resources["recording_source"]
-        )
-    if backend == "imported":
-        from .imported import ImportedModel
-
-        return ImportedModel(spec)
-    if backend == "enrichment":
-        from .imported import EnrichmentModel
-
-        return EnrichmentModel(spec)
-    if backend == "openai":
-        from .openai_api import OpenAIModel
-
-        model = OpenAIModel(spec)
-    elif backend == "transformers":
-        from .local import TransformersModel
-
-        model = TransformersModel(
-            spec,
-            converted=resources.get("model_dir"),
-            threads=resources.get("threads"),
-            prefix_cache=resources.get("prefix_cache"),
-        )
-    else:
-        raise ValueError(f"unknown model backend {backend!r}; available: {', '.join(BACKENDS)}")
-    if resources.get("cache") is None:
+    cls = backend(spec.get("backend"))
+    model = cls.create(spec, **resources)
+    if resources.get("cache") is None or not cls.answers_prompts or cls.recorded:
         return model
     from .cache import CachedModel, ModelCache
 
     return CachedModel(model, ModelCache(resources["cache"]))
-
-
-BACKENDS = ("replay", "imported", "enrichment", "openai", "transformers")
 
 
 def ask(model: Model, prompt: str, question: str, tag: str, max_tokens: int) -> str:

@@ -1,4 +1,4 @@
-"""Backends that name what answers but answer no prompt: ``imported`` (a published
+"""Backends that answer no prompt, only say what answers: ``imported`` (a published
 system whose answers are read from its outputs, :mod:`helixbench.imports`) and
 ``enrichment`` (no language model: the ``gsea-top1`` method names a gene set by
 enrichment analysis)."""
@@ -6,12 +6,19 @@ enrichment analysis)."""
 from __future__ import annotations
 
 from ..imports import resolve_source
-from . import CompletionRequest, ModelError
+from . import AnswerSource
 
 
-class ImportedModel:
+class ImportedSource(AnswerSource):
+    name = "imported"
+    published = True
+
     def __init__(self, spec: dict):
         self.source = resolve_source(spec["source"], "source")
+
+    @classmethod
+    def create(cls, spec: dict, **_) -> ImportedSource:
+        return cls(spec)
 
     def identity(self) -> dict:
         return {
@@ -23,16 +30,16 @@ class ImportedModel:
             "prompt": self.source.get("prompt"),
         }
 
-    def complete(self, request: CompletionRequest):
-        raise ModelError("an imported model answers no prompt: its answers are read")
 
+class EnrichmentSource(AnswerSource):
+    name = "enrichment"
 
-class EnrichmentModel:
     def __init__(self, spec: dict):
         self.spec = spec
 
+    @classmethod
+    def create(cls, spec: dict, **_) -> EnrichmentSource:
+        return cls(spec)
+
     def identity(self) -> dict:
         return {"backend": "enrichment", "tool": "g:Profiler g:GOSt (recorded or live)"}
-
-    def complete(self, request: CompletionRequest):
-        raise ModelError("the enrichment backend answers no prompt: it is no language model")

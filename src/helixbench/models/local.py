@@ -30,8 +30,9 @@ from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 
+from .. import paths
 from ..digests import sha256_file, sha256_json
-from . import Completion, CompletionRequest, ContextLengthError
+from . import Backend, Completion, CompletionRequest, ContextLengthError
 
 # Idle OpenMP threads sleep instead of spinning. With spinning (libgomp's default)
 # a job whose threads share the cores with other processes ran ~6x slower per token
@@ -162,7 +163,33 @@ def convert_gguf(spec: dict, out_dir: Path) -> dict:
     return info
 
 
-class TransformersModel:
+# A local model job takes every core Snakemake has (capped to --cores) unless its
+# config sets ``threads``: such jobs run one at a time.
+ALL_CORES = 1024
+
+
+class TransformersModel(Backend):
+    name = "transformers"
+
+    @classmethod
+    def create(
+        cls, spec: dict, model_dir=None, threads=None, prefix_cache=None, **_
+    ) -> TransformersModel:
+        return cls(spec, converted=model_dir, threads=threads, prefix_cache=prefix_cache)
+
+    @classmethod
+    def threads(cls, spec: dict) -> int:
+        return int(spec.get("threads", ALL_CORES))
+
+    @classmethod
+    def gpus(cls, spec: dict) -> int:
+        return int(spec.get("gpus", 0))
+
+    @classmethod
+    def converted_dir(cls, spec: dict) -> str | None:
+        name = converted_name(spec)
+        return paths.LOCAL_MODEL.format(weights=name) if name else None
+
     def __init__(
         self,
         spec: dict,

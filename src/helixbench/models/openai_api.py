@@ -35,12 +35,14 @@ import json
 import logging
 import os
 import random
+import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .. import secrets
-from . import Completion, CompletionRequest, ContextLengthError, ModelError
+from . import Backend, Completion, CompletionRequest, ContextLengthError, ModelError
 
 log = logging.getLogger("helixbench.models")
 
@@ -77,7 +79,19 @@ class MalformedReply(Exception):
     """A 200 reply that is not a completion."""
 
 
-class OpenAIModel:
+class OpenAIModel(Backend):
+    name = "openai"
+
+    @classmethod
+    def create(cls, spec: dict, lock_dir: Path | None = None, **_) -> OpenAIModel:
+        return cls(spec, lock_dir)
+
+    @classmethod
+    def endpoint(cls, spec: dict) -> str:
+        """``endpoint_<host>_<port>``: one Snakemake resource per server."""
+        netloc = urlsplit(spec.get("base_url") or DEFAULT_BASE_URL).netloc
+        return "endpoint_" + re.sub(r"[^A-Za-z0-9]+", "_", netloc).strip("_").lower()
+
     def __init__(self, spec: dict, lock_dir: Path | None = None):
         import openai
 

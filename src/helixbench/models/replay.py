@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from ..digests import sha256_text
 from ..recordings import RECORDINGS, RecordedItem
-from . import Completion, CompletionRequest, ContextLengthError, ModelMiss
+from . import Backend, Completion, CompletionRequest, ContextLengthError, ModelMiss
 
 
-class ReplayModel:
+class ReplayModel(Backend):
+    name = "replay"
+    recorded = True
+
     def __init__(self, items: list[RecordedItem], identity: dict):
         self._identity = identity
         self._by_prompt: dict[str, dict[str, str]] = {}  # key -> {question: completion}
@@ -24,6 +27,10 @@ class ReplayModel:
                 self._by_prompt.setdefault(sha256_text(prompt), {})[item.question] = completion
             if item.final_text == "lengthError":
                 self._refusals[item.question] = len(item.steps)
+
+    @classmethod
+    def create(cls, spec: dict, recorded, recording_source: dict, **_) -> ReplayModel:
+        return cls.from_recording(recorded, spec, recording_source)
 
     @classmethod
     def from_recording(cls, items: list[RecordedItem], spec: dict, source: dict) -> ReplayModel:

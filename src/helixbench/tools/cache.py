@@ -154,3 +154,31 @@ def recorded_replies(
                 )
             )
     return entries
+
+
+def seed_from_recordings(recording: str, cache: ReplyCache, files: list[str]) -> list[dict]:
+    """Put every tool reply the recorded run ``files`` show into ``cache`` (replies
+    already there are kept); returns per file its URL and the replies seeded. The
+    files of one recorded run (one directory) tell their loop variant together."""
+    from pathlib import Path
+
+    from .. import paths
+    from ..recordings import RecordingReader
+    from ..upstream import relpath_url
+
+    recordings = RecordingReader()
+    runs: dict[str, list[str]] = {}
+    for path in files:
+        runs.setdefault(str(Path(path).parent), []).append(path)
+    seeded = []
+    for path in files:
+        url = relpath_url(Path(path).relative_to(paths.UPSTREAM_DIR).as_posix())
+        loop = recordings.loop(path, runs[str(Path(path).parent)])
+        entries = recorded_replies(
+            recordings.items(path), f"seed:{recording}", "recorded", url_rule=loop.url_rule
+        )
+        added = cache.put_many(entries, replace=False)
+        seeded.append(
+            {"url": url, "replies": len(entries), "added": added, "url_rule": loop.url_rule}
+        )
+    return seeded

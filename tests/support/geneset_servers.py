@@ -13,9 +13,8 @@ from email.parser import BytesParser
 from email.policy import default
 from urllib.parse import parse_qsl, urlsplit
 
+from helixbench.loopback import LoopbackServer, QuietHandler
 from helixbench.tools.genesets import PUBTATOR_URL
-
-from .loopback import LoopbackServer, QuietHandler
 
 
 @dataclass

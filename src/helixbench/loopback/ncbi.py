@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from helixbench.tools.urls import canonical_url
 
-from .loopback import LoopbackServer, QuietHandler
+from . import LoopbackServer, QuietHandler
 
 
 @dataclass

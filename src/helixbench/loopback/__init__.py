@@ -1,5 +1,12 @@
-"""What the tests' HTTP servers share: a threaded server on 127.0.0.1 (never another
-address) whose handler sees one state object, started and stopped as a context."""
+"""Loopback stand-ins for the services helixbench calls, for tests, benchmarks and
+dry runs: a threaded HTTP server on 127.0.0.1 (never another address) whose handler
+sees one state object, started and stopped as a context.
+
+:mod:`.ncbi` stands in for E-utils and BLAST (the tests and the benchmarks use it;
+so can a user who wants to try ``tools: live`` without the network). The tests'
+own servers (an OpenAI-compatible one, GeneAgent's services) are in
+``tests/support/``.
+"""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from .scoring import CORRECTNESS_SCORERS
+from ..scoring import CORRECTNESS_SCORERS
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from helixbench.benchmarks import load_benchmark, write_questions
-from helixbench.plan import build_plan
-from helixbench.records import ShardWriter, read_records, without_timings
+from helixbench.config import build_plan
+from helixbench.questions import load_benchmark, write_questions
+from helixbench.transcripts import ShardWriter, read_records, without_timings
 
 
 def test_torn_and_duplicate_lines_are_recovered(tmp_path):
@@ -48,7 +48,7 @@ def test_partial_from_another_configuration_is_set_aside(tmp_path):
 # the test can SIGKILL it mid-shard; the production code is unchanged.
 SLOW_CHILD = """
 import sys, time
-import helixbench.records as records
+import helixbench.transcripts as records
 append = records.ShardWriter.append
 def slow_append(self, record):
     append(self, record)
@@ -167,7 +167,7 @@ def test_a_server_that_goes_down_leaves_no_final_record_and_the_rerun_resumes(
     server for exactly the questions that failed and the rest."""
     from helixbench.cli import main
 
-    from .openai_server import OpenAIServer
+    from .support.openai_server import OpenAIServer
 
     monkeypatch.chdir(tmp_path)
     with OpenAIServer() as server:
@@ -196,7 +196,7 @@ def test_a_key_the_server_repeats_back_is_kept_nowhere(
     and no file the run writes, and no log line, holds it."""
     from helixbench.cli import main
 
-    from .openai_server import OpenAIServer
+    from .support.openai_server import OpenAIServer
 
     key = "sk-proj-REPEATED0123456789"
     monkeypatch.setenv("HELIXBENCH_TEST_KEY", key)

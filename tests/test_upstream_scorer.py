@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helixbench.benchmarks import tasks_of
+from helixbench.questions import tasks_of
 from helixbench.recordings import load_recording
 from helixbench.scoring import get_scorer
 from helixbench.scoring.genegpt import genegpt_score

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlsplit
 
-from .scoring.genegpt import SPECIES
+from ..scoring.genegpt import SPECIES
 
 TYPES = ("E1", "E2", "E3", "E4", "O")
 # Not one of the paper's types: right once extracted from a wordy final text

@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .loopback import LoopbackServer, QuietHandler
+from helixbench.loopback import LoopbackServer, QuietHandler
 
 
 @dataclass

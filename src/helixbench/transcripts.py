@@ -22,23 +22,31 @@ from pathlib import Path
 from . import secrets
 from .jsonfiles import read_jsonl
 
-log = logging.getLogger("helixbench.records")
+log = logging.getLogger("helixbench.transcripts")
 
 
 @dataclass
 class Event:
-    type: str  # "model" or "tool"
-    index: int
+    """One step of a question's run: a model call, a tool call, or (geneagent) a claim
+    and its verdict."""
+
+    type: str  # "model", "tool" or "claim"
+    index: int  # the model call it belongs to (0-based)
     data: dict
     latency_s: float = 0.0
 
 
 @dataclass
 class QuestionResult:
+    """How one question's run ended, and every event on the way."""
+
     question_id: str
     header_sha256: str | None = None
     answer: str | None = None
-    error: str | None = None  # lengthError, numError, model_miss
+    # None, or why there is no answer or only a stand-in for one: lengthError,
+    # numError (GeneGPT's loop), model_error, model_miss (replay), parse_error,
+    # tool_error, no_term (gene-set methods), missing_in_source (imported runs).
+    error: str | None = None
     events: list[Event] = field(default_factory=list)
 
     def finish(self, answer: str | None, error: str | None = None) -> QuestionResult:

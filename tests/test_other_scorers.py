@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from helixbench.plan import ConfigError, resolve_scoring
+from helixbench.config import ConfigError, resolve_scoring
 from helixbench.scoring import DEFAULT_SCORING, Scorers, get_scorer, scorers_for
 from helixbench.scoring.strict import alias_recall, strict_score
 from helixbench.scoring.text import EmbeddingScorer, clean_text, rouge_scorer_for
 
-from .openai_server import OpenAIServer
+from .support.openai_server import OpenAIServer
 
 
 @pytest.mark.parametrize(

@@ -159,6 +159,16 @@ def load_all(local_path) -> list[Question]:
     return questions
 
 
+def write_question_table(path: Path) -> int:
+    """The whole question table, from the local copies of the upstream files, written
+    to ``path``; returns the number of questions."""
+    from .paths import upstream_path
+
+    questions = load_all(lambda file: Path(upstream_path(file)))
+    write_questions(questions, path)
+    return len(questions)
+
+
 def write_questions(questions: Iterable[Question], path: Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,85 @@
+"""Paired tests between runs (``comparisons.csv``, ``helixbench compare``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..plan import Plan
+from ..stats import paired_test
+from .records import ScoreIndex, primary_metric
+from .scores import ROUND
+
+MAX_ALL_PAIRS = 8  # up to this many runs, every pair is tested; beyond, each against the first
+
+COMPARISON_COLUMNS = [
+    "run_a",
+    "run_b",
+    "benchmark",
+    "task",
+    "metric",
+    "n",
+    "score_a",
+    "score_b",
+    "difference",
+    "p_value",
+]
+
+
+def comparison_table(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
+    """Paired tests (sign-flip permutation over the shared questions) between runs,
+    per task on its primary metric: every pair when there are few runs, else each
+    run against the first. ``helixbench compare`` tests any other two."""
+    runs = [r.label for r in plan.runs]
+    if len(runs) <= MAX_ALL_PAIRS:
+        pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
+    else:
+        pairs = [(runs[0], b) for b in runs[1:]]
+    tasks = {r.label: {(t.benchmark, t.task) for t in r.tasks} for r in plan.runs}
+    rows = []
+    for a, b in pairs:
+        for benchmark, task in sorted(tasks[a] & tasks[b]):
+            rows += compare_runs(plan, scores, a, b, benchmark, task)
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def compare_runs(plan: Plan, scores: ScoreIndex, a: str, b: str, benchmark: str, task: str):
+    metric = primary_metric(plan, task)
+    score_a = scores.get((a, task, metric), {})
+    score_b = scores.get((b, task, metric), {})
+    shared = set(score_a) & set(score_b)
+    if not shared:
+        return []
+    test = paired_test(score_a, score_b)
+    return [
+        {
+            "run_a": a,
+            "run_b": b,
+            "benchmark": benchmark,
+            "task": task,
+            "metric": metric,
+            "n": test.n,
+            "score_a": round(sum(score_a[q] for q in shared) / len(shared), ROUND),
+            "score_b": round(sum(score_b[q] for q in shared) / len(shared), ROUND),
+            "difference": round(test.difference, ROUND),
+            "p_value": round(test.p_value, 4),
+        }
+    ]
+
+
+def compare_two(plan: Plan, a: str, b: str) -> list[dict]:
+    """Paired tests of runs ``a`` and ``b`` (labels ``model / method``) on every task both
+    ran; ConfigError names a run that is not planned, or two that share nothing."""
+    from ..errors import ConfigError
+    from .records import load_scores, score_index
+
+    labels = {r.label: r for r in plan.runs}
+    for name in (a, b):
+        if name not in labels:
+            raise ConfigError(f"no run {name!r}; runs: {', '.join(labels)}")
+    of_b = {(t.benchmark, t.task) for t in labels[b].tasks}
+    shared = [(t.benchmark, t.task) for t in labels[a].tasks if (t.benchmark, t.task) in of_b]
+    scores = score_index(load_scores(plan))
+    rows = [row for bench, task in shared for row in compare_runs(plan, scores, a, b, bench, task)]
+    if not rows:
+        raise ConfigError("the two runs share no scored question")
+    return rows

@@ -1,0 +1,75 @@
+"""Gene-set runs: metrics per dataset with intervals, and GeneAgent's verification."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..methods.genesets import VERDICTS
+from ..plan import Plan, RunTask
+from .text import fmt
+
+GENESET_METRICS = ("embedding", "rougeL", "rouge1", "rouge2", "percentile")
+
+GENESET_COLUMNS = [
+    "run",
+    "dataset",
+    "sets",
+    *(c for m in GENESET_METRICS for c in (m, f"{m}_ci")),
+    "parse_errors",
+    "other_errors",
+    "claims",
+    *VERDICTS,
+    "tool_calls",
+    "tool_errors",
+]
+
+
+def geneset_table(
+    plan: Plan, summary: pd.DataFrame, records: dict[RunTask, list[dict]]
+) -> pd.DataFrame:
+    """Gene sets (GeneAgent's datasets): per run and dataset, each metric's mean with
+    its 95% bootstrap interval, the sets without a parsable name, and the verification
+    statistics of the geneagent method (claims by verdict, tool calls and failures)."""
+    sel = summary[summary.benchmark == "genesets"]
+    lookup = {(r.model, r.method, r.task, r.metric): r for r in sel.itertuples()}
+    rows = []
+    for task in plan.tasks:
+        if task.benchmark != "genesets":
+            continue
+        of_task = records[task]
+        row = {"run": task.label, "dataset": task.task, "sets": len(of_task)}
+        for metric in GENESET_METRICS:
+            hit = lookup.get((task.model, task.method, task.task, metric))
+            row[metric] = hit.score if hit else None
+            row[f"{metric}_ci"] = f"{fmt(hit.ci_low)}-{fmt(hit.ci_high)}" if hit else ""
+        row["parse_errors"] = sum(r["error"] == "parse_error" for r in of_task)
+        row["other_errors"] = sum(r["error"] not in (None, "parse_error") for r in of_task)
+        claims = [e["data"] for r in of_task for e in r["events"] if e["type"] == "claim"]
+        row["claims"] = len(claims)
+        for verdict in VERDICTS:
+            row[verdict] = sum(c["verdict"] == verdict for c in claims)
+        calls = [e["data"] for r in of_task for e in r["events"] if e["type"] == "tool"]
+        row["tool_calls"] = len(calls)
+        row["tool_errors"] = sum(bool(c.get("error")) for c in calls)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=GENESET_COLUMNS)
+
+
+def geneset_percentiles(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
+    """Every set's background percentile, per run and dataset (the distribution plot)."""
+    sel = scores[(scores.benchmark == "genesets") & (scores.metric == "percentile")]
+    return sel[["run", "task", "question_id", "score"]].rename(columns={"task": "dataset"})
+
+
+def _genesets_markdown(genesets: pd.DataFrame) -> str:
+    if genesets.empty:
+        return "No gene-set run in this config."
+    shown = genesets.assign(**{m: genesets[m].map(fmt) for m in GENESET_METRICS})
+    return (
+        "Per run and dataset: mean embedding similarity, ROUGE-L/1/2 (F-measure, Porter "
+        "stemming, GeneAgent's name cleaning) and background percentile of the true name "
+        "among the candidate names, each with its 95% bootstrap interval; sets whose reply "
+        "had no `Process:` line score 0 (`parse_errors`). geneagent runs add their claims "
+        "by verdict and their tool calls. Distribution: `percentile.png`; per set: "
+        "`index.html`.\n\n" + shown.to_markdown(index=False, disable_numparse=True)
+    )

@@ -1,0 +1,90 @@
+"""Imported runs: how their items matched our questions, and their provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..imports import claimed_score, coverage, load_items
+from ..paths import upstream_path
+from ..plan import Plan
+
+IMPORT_COLUMNS = [
+    "run",
+    "benchmark",
+    "task",
+    "source",
+    "file",
+    "sha256",
+    "questions",
+    "source_items",
+    "matched",
+    "missing",
+    "unmatched",
+    "duplicates",
+]
+
+
+def import_table(plan: Plan, questions: dict) -> pd.DataFrame:
+    """Per imported run and task: how the source's items matched our questions
+    (verbatim); ``missing`` ones are scored as misses, ``unmatched`` ones (not our
+    questions) are left out, and both are counted here."""
+    texts: dict[tuple[str, str], list[str]] = {}
+    for q in questions.values():
+        texts.setdefault((q.benchmark, q.task), []).append(q.text)
+    rows = []
+    for task in plan.tasks:
+        if task.imported is None:
+            continue
+        items, duplicates = load_items(
+            Path(task.imported_path), task.imported_format, task.task, task.imported.sha256
+        )
+        rows.append(
+            {
+                "run": task.label,
+                "benchmark": task.benchmark,
+                "task": task.task,
+                "source": plan.sources[task.model]["name"],
+                "file": task.imported.url,
+                "sha256": task.imported.sha256,
+                **coverage(items, texts.get((task.benchmark, task.task), []), duplicates),
+            }
+        )
+    return pd.DataFrame(rows, columns=IMPORT_COLUMNS)
+
+
+def imported_runs(plan: Plan, board: pd.DataFrame) -> list[dict]:
+    """Each imported run's provenance, its scores under our rules and the score its
+    source claims for itself (read from the source's own file where it states one)."""
+    out = []
+    for run in plan.runs:
+        if not run.imported:
+            continue
+        source = plan.sources[run.model]
+        for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
+            claim_file = plan.claims.get(run.model, {}).get(benchmark)
+            claim = claimed_score(
+                source, benchmark, Path(upstream_path(claim_file)) if claim_file else None
+            )
+            ours = board[(board.run == run.label) & (board.benchmark == benchmark)]
+            row = ours.iloc[0] if not ours.empty else {}
+            out.append(
+                {
+                    "run": run.label,
+                    "benchmark": benchmark,
+                    "source": source["name"],
+                    "repo": source["repo"],
+                    "commit": source["commit"],
+                    "model": source.get("model"),
+                    "prompt": source.get("prompt"),
+                    "evaluator": source.get("evaluator"),
+                    "cite": source.get("cite"),
+                    "claimed": claim["score"] if claim else None,
+                    "claimed_where": claim["where"] if claim else None,
+                    "extracted": row.get("extracted"),
+                    "genegpt": row.get("genegpt"),
+                    "badly_formatted": row.get("badly_formatted"),
+                }
+            )
+    return out

@@ -1,0 +1,193 @@
+"""``report.md``: the report's tables as text."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from .genesets import _genesets_markdown
+from .text import fmt, md_escape
+
+# An imported source's fields that the config supplies (escaped: text, not markup).
+FREE_TEXT = ("model", "prompt", "cite", "commit", "source", "evaluator", "claimed_where")
+
+
+def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
+    if not imported:
+        return "None in this config."
+    lines = []
+    for r in imported:
+        # The source's fields come from the config: shown as text, never as markup.
+        text = {k: md_escape(r[k]) for k in FREE_TEXT if r.get(k) is not None}
+        claim = (
+            f"the source claims {r['claimed']:.3f} ({text['claimed_where']}"
+            + (f"; scored by {text['evaluator']}" if r["evaluator"] else "")
+            + ")"
+            if r["claimed"] is not None
+            else "the pinned files state no score of the source's own"
+        )
+        lines.append(
+            f"- **{r['run']}** ({r['benchmark']}): {text.get('model', '')}, "
+            f"{text.get('prompt', '')}. Source: {text.get('cite', '')} at commit "
+            f"{text['commit'][:12]} ({text['source']}). Under our rules: "
+            f"extracted {fmt(r['extracted'])}, upstream {fmt(r['genegpt'])}; {claim}."
+        )
+    coverage_text = imports.groupby(["run", "benchmark"], sort=False)[
+        ["questions", "matched", "missing", "unmatched", "duplicates"]
+    ].sum()
+    return (
+        "\n".join(lines)
+        + "\n\nQuestions matched verbatim (golds always ours; `missing`: ours the source "
+        "does not answer, scored as misses; `unmatched`: the source's questions that are "
+        "not ours, left out). Per task in `imports.csv`.\n\n"
+        + coverage_text.reset_index().to_markdown(index=False)
+    )
+
+
+def _models_markdown(models: dict) -> str:
+    lines = []
+    for name, identities in models.items():
+        for identity in identities:
+            shown = {k: v for k, v in identity.items() if k != "weights_sha256"}
+            lines.append(f"- **{name}**: {md_escape(json.dumps(shown, sort_keys=True))}")
+    return "\n".join(lines) or "- none"
+
+
+def _loop_text(tasks: pd.DataFrame) -> str:
+    """A replayed run's loop variants (one per task where its files differ)."""
+    variants = dict.fromkeys(zip(tasks.max_calls, tasks.url_rule, strict=True))
+    return "; ".join(f"cap {cap} calls, URL rule {rule}" for cap, rule in variants)
+
+
+def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
+    """report.md: the report's tables as text; ``tables`` holds them by name."""
+    t2, t2_nodemo, hop, replay = tables["t2"], tables["t2_nodemo"], tables["hop"], tables["replay"]
+    errors, costs, comparisons = tables["errors"], tables["costs"], tables["comparisons"]
+    taxonomy, table4, board = tables["taxonomy"], tables["table4"], tables["board"]
+    if table4:
+        agreement_text = (
+            f"For {table4['run']}: {table4['matched']} of the paper's {table4['stated']} typed "
+            f"errors ({table4['share']:.0%}) fall in the same type under our rules (type-count "
+            "overlap; an upper bound on per-question agreement). Ours / paper:\n\n"
+            + pd.DataFrame(table4["rows"]).to_markdown(index=False, disable_numparse=True)
+        )
+    else:
+        agreement_text = "No replayed GeneGPT-slim run in this config."
+    hits = int(replay.hits.sum()) if not replay.empty else 0
+    calls = int(replay.calls.sum()) if not replay.empty else 0
+    replay_summary = replay.groupby(["model", "method"], sort=False)[
+        ["calls", "hits", "misses"]
+    ].sum()
+    replay_summary["hit rate"] = (replay_summary.hits / replay_summary.calls).map(
+        lambda v: f"{v:.1%}"
+    )
+    replay_summary["loop (read off the recording)"] = [
+        _loop_text(replay[(replay.model == model) & (replay.method == method)])
+        for model, method in replay_summary.index
+    ]
+    intervals = zip(board.ci_low, board.ci_high, strict=True)
+    board_text = board.assign(
+        interval=[f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in intervals],
+        **{m: board[m].map(fmt) for m in ("extracted", "genegpt", "strict")},
+    )[["run", "benchmark", "imported", "extracted", "interval", "genegpt", "strict",
+       "badly_formatted", "answers", "tasks"]]  # fmt: skip
+    notes_text = "\n".join(
+        f"- **{n['level']}** ({n['model']} / {n['method']}, {n['benchmark']}): "
+        + md_escape(n["message"])
+        for n in notes
+    )
+    return f"""# helixbench report
+
+Produced by helixbench {prov["helixbench"]["version"]} (commit {prov["helixbench"]["commit"]}),
+config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full provenance
+(upstream checksums, snapshot ids, model identities, package versions) is in
+`provenance.json`.
+
+## How to read this report
+- Scores use GeneGPT's upstream evaluator (`genegpt` metric) and the `strict` one
+  beside it (GeneHop's hand-judged tasks: ROUGE, embedding similarity, alias
+  recall), per question in `results/scores/`; a task's score is the mean over its
+  questions. `scores.csv` keeps 7 decimals; the tables round to 2, as the paper
+  does. `ci_low`/`ci_high` in `scores.csv` are 95% bootstrap intervals over
+  questions (10,000 resamples, seed 0; a macro row resamples within each task).
+- "(paper)" columns give the value the GeneGPT paper published for the same
+  recording and mask. Only replayed GeneGPT runs have one.
+- The four GeneGPT demonstrations are scored test items; the second table leaves
+  them out (`genegpt_excl_demos` in `scores.csv`).
+- Replay hit rate: the share of model calls answered by a recorded completion for
+  exactly the prompt we built. Anything below 100% means our prompts differ from
+  upstream's.
+
+## Notes and warnings
+{notes_text or "- none"}
+
+## Leaderboard
+Macro score over each benchmark's automatically scored tasks on answers extracted
+from wordy final texts (`extracted`, rules in `helixbench.scoring.extract`; 95%
+bootstrap interval), best first; GeneGPT's upstream scorer (`genegpt`) and our
+`strict` one beside it. `badly_formatted`: answers right once extracted but not as
+given. Imported runs are published outputs of other systems, re-scored here.
+
+{board_text.to_markdown(index=False, disable_numparse=True, floatfmt=".3f")}
+
+## Imported runs
+{_imported_markdown(tables["imported"], tables["imports"])}
+
+## GeneTuring (Table 2)
+Each score with its 95% bootstrap interval in brackets.
+
+{t2.to_markdown(index=False, disable_numparse=True)}
+
+### GeneTuring without the demonstration items
+{t2_nodemo.to_markdown(index=False, disable_numparse=True)}
+
+## GeneHop (Table 3)
+{hop.to_markdown(index=False, disable_numparse=True)}
+
+## Gene sets (GeneAgent)
+{_genesets_markdown(tables["genesets"])}
+
+## Replay fidelity
+{hits} of {calls} model calls replayed byte for byte. Upstream's recordings come from
+two versions of its loop (a cap of 5 or 10 model calls; a URL called wherever it
+appears, `first`, or only at the end of a completion, `last`): each replay uses the
+variant its recording shows.
+
+{replay_summary.reset_index().to_markdown(index=False, disable_numparse=True)}
+
+## Paired tests between runs
+Per task on its primary metric, over shared questions: sign-flip permutation test
+(10,000 resamples, seed 0), two-sided.
+
+{comparisons.to_markdown(index=False, disable_numparse=True) if not comparisons.empty else "none"}
+
+## Error types (Table 4)
+Wrong answers typed automatically (E1-E4, O; rules in `helixbench.taxonomy`); F:
+right once extracted from a wordy final text, wrong only as formatted.
+
+{taxonomy.to_markdown(index=False, disable_numparse=True) if not taxonomy.empty else "none"}
+
+{agreement_text}
+
+## Errors per task
+{errors.to_markdown(index=False, disable_numparse=True)}
+
+## Models
+What produced each model's answers (the identities in `provenance.json`, which also
+key the response cache):
+
+{_models_markdown(prov["models"])}
+
+## Time, tokens and cost per run
+Token counts come from the model (the API's usage, or the local tokenizer); replayed
+runs have none. `reused_tokens`: prompt tokens a local model served from its
+key/value cache (a local model) or its prompt cache (a server) instead of
+encoding them. `cache_hits`: calls answered from the response cache; `model_s` is
+the time this run waited on the model, `cached_model_s` the time the cached calls
+took when they were made. `s_per_*`: mean latency per model call (the model's,
+cached or not), tool call and question. `cost_usd` prices the calls that reached
+the model (cache misses) with the config's `prices`; empty where no price is set.
+
+{costs.to_markdown(index=False, disable_numparse=True)}
+"""

@@ -1,0 +1,190 @@
+"""How the runs went: replay fidelity, time, tokens and cost, errors per task, and
+warnings about runs that hold model errors."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..plan import Plan, RunTask
+
+REPLAY_COLUMNS = [
+    "model",
+    "method",
+    "benchmark",
+    "task",
+    "calls",
+    "hits",
+    "misses",
+    "max_calls",
+    "url_rule",
+]
+
+
+def replay_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
+    """Per replayed task: model calls, hits and misses, and the loop variant the
+    recording was made with (read off its files: recordings.infer_loop)."""
+    rows = []
+    for task in plan.tasks:
+        if task.model_spec.get("backend") != "replay":
+            continue
+        events = [e for r in records[task] for e in r["events"]]
+        model_events = [e for e in events if e["type"] == "model"]
+        loop = records[task][0].get("loop", {}) if records[task] else {}
+        rows.append(
+            {
+                "model": task.model,
+                "method": task.method,
+                "benchmark": task.benchmark,
+                "task": task.task,
+                "calls": len(model_events),
+                "hits": sum(e["data"]["cache"] == "hit" for e in model_events),
+                "misses": sum(e["data"]["cache"] == "miss" for e in model_events),
+                "max_calls": loop.get("max_calls"),
+                "url_rule": loop.get("url_rule"),
+            }
+        )
+    return pd.DataFrame(rows, columns=REPLAY_COLUMNS)
+
+
+COST_COLUMNS = [
+    "model",
+    "method",
+    "questions",
+    "model_calls",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "reused_tokens",
+    "model_s",
+    "cached_model_s",
+    "tool_s",
+    "wall_s",
+    "cost_usd",
+]
+
+
+def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> pd.DataFrame:
+    """Per run (model x method): calls, tokens, time and cost, as BRAD profiles its modules.
+
+    ``model_s`` is the time this run waited on its model; ``cached_model_s`` the time
+    the calls it found in the response cache took when they were made, so the
+    latency per model call (``s_per_model_call``) is the model's, cached or not.
+    Cost counts the calls that reached the model (cache misses) at the config's
+    price per million tokens; a model without a price has no cost (local, replay).
+    """
+    totals: dict[tuple[str, str], dict] = {}
+    tool_calls: dict[tuple[str, str], int] = {}
+    fresh_s: dict[tuple[str, str], float] = {}  # seconds of the calls that reached the model
+    for task in plan.tasks:
+        key = (task.model, task.method)
+        row = totals.setdefault(
+            key,
+            {c: 0 for c in COST_COLUMNS[2:]} | {"model": task.model, "method": task.method},
+        )
+        price = prices.get(task.model)
+        for record in records[task]:
+            row["questions"] += 1
+            row["wall_s"] += record.get("wall_s") or 0.0
+            for event in record["events"]:
+                data = event["data"]
+                if event["type"] == "tool":
+                    row["tool_s"] += event.get("latency_s") or 0.0
+                    tool_calls[key] = tool_calls.get(key, 0) + 1
+                    continue
+                row["model_calls"] += 1
+                row["model_s"] += event.get("latency_s") or 0.0
+                row["cache_hits"] += data.get("cache") == "hit"
+                if data.get("cache") == "hit":
+                    row["cached_model_s"] += data.get("original_latency_s") or 0.0
+                else:
+                    fresh_s[key] = fresh_s.get(key, 0.0) + (event.get("latency_s") or 0.0)
+                prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
+                row["prompt_tokens"] += prompt or 0
+                row["completion_tokens"] += completion or 0
+                row["reused_tokens"] += data.get("reused_tokens") or 0
+                if price and data.get("cache") == "miss":
+                    row["cost_usd"] += (
+                        (prompt or 0) * price["prompt"] + (completion or 0) * price["completion"]
+                    ) / 1e6
+        if not price:
+            row["cost_usd"] = None
+    table = pd.DataFrame(list(totals.values()), columns=COST_COLUMNS)
+    # Latency: mean seconds per model call, per tool call and per question.
+    calls = table.model_calls.where(table.model_calls > 0)
+    fresh = pd.Series(
+        [fresh_s.get((m, t), 0.0) for m, t in zip(table.model, table.method, strict=True)]
+    )
+    table["s_per_model_call"] = ((fresh + table.cached_model_s) / calls).round(3)
+    n_tools = pd.Series(
+        [tool_calls.get((m, t), 0) for m, t in zip(table.model, table.method, strict=True)]
+    )
+    table["s_per_tool_call"] = (table.tool_s / n_tools.where(n_tools > 0)).round(3)
+    table["s_per_question"] = (table.wall_s / table.questions.where(table.questions > 0)).round(3)
+    for column in ("model_s", "cached_model_s", "tool_s", "wall_s"):
+        table[column] = table[column].round(1)
+    table["cost_usd"] = table["cost_usd"].map(lambda v: None if v is None else round(v, 4))
+    return table
+
+
+def error_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
+    rows = []
+    for task in plan.tasks:
+        task_records = records[task]
+        tool_events = [e for r in task_records for e in r["events"] if e["type"] == "tool"]
+        rows.append(
+            {
+                "model": task.model,
+                "method": task.method,
+                "benchmark": task.benchmark,
+                "task": task.task,
+                "questions": len(task_records),
+                "lengthError": sum(r["error"] == "lengthError" for r in task_records),
+                "numError": sum(r["error"] == "numError" for r in task_records),
+                "model_miss": sum(r["error"] == "model_miss" for r in task_records),
+                "model_error": sum(r["error"] == "model_error" for r in task_records),
+                "tools": task.tools_mode,
+                "tool_calls": len(tool_events),
+                "tool_errors": sum(e["data"]["error"] is not None for e in tool_events),
+                # How each call was answered: replay, cache hit, network (miss), stale
+                # cache after a network failure, or refused before any lookup (none).
+                **{
+                    f"tool_{how}": sum(
+                        (e["data"].get("cache") or "none") == how for e in tool_events
+                    )
+                    for how in ("replay", "hit", "miss", "stale", "recorded", "imported", "none")
+                },
+                "tool_offline": sum(
+                    (e["data"]["error"] or "").startswith("offline") for e in tool_events
+                ),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def model_error_notes(plan: Plan, records: dict[RunTask, list[dict]]) -> list[dict]:
+    """A warning for every run and benchmark whose records hold model errors (calls that
+    failed for good: a bad request, a malformed reply), with the first message."""
+    notes, counts = [], {}
+    for task in plan.tasks:
+        key = (task.model, task.method, task.benchmark)
+        failed = [r for r in records[task] if r["error"] == "model_error"]
+        seen, total, first = counts.get(key, (0, 0, None))
+        if failed and first is None:
+            first = next(
+                (e["data"].get("error") for e in failed[0]["events"] if e["data"].get("error")),
+                None,
+            )
+        counts[key] = (seen + len(failed), total + len(records[task]), first)
+    for (model, method, benchmark), (failed, total, first) in counts.items():
+        if failed:
+            message = f"{failed} of {total} questions ended in a model error"
+            notes.append(
+                {
+                    "level": "warning",
+                    "model": model,
+                    "method": method,
+                    "benchmark": benchmark,
+                    "message": message + (f" (the first: {first})" if first else ""),
+                }
+            )
+    return notes

@@ -1,0 +1,52 @@
+"""What the report reads: every run's per-question scores and run records, read once."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..jsonfiles import read_jsonl
+from ..plan import Plan, RunTask, run_label
+from ..scoring import scorers_for
+from ..transcripts import read_records
+
+
+def load_scores(plan: Plan) -> pd.DataFrame:
+    rows = []
+    for run in plan.runs:
+        rows += read_jsonl(run.score_path)
+    frame = pd.DataFrame(
+        rows,
+        columns=["question_id", "model", "method", "benchmark", "task", "metric", "score", "demo"],
+    )
+    frame["run"] = [run_label(m, t) for m, t in zip(frame.model, frame.method, strict=True)]
+    return frame
+
+
+def primary_metric(plan: Plan, task: str) -> str:
+    return scorers_for(task, plan.scoring)[0]
+
+
+ScoreIndex = dict[tuple[str, str, str], dict[str, float]]
+
+
+def score_index(scores: pd.DataFrame) -> ScoreIndex:
+    """(run, task, metric) -> {question id: score}, built once: the paired tests, the
+    error types and the per-question view all look scores up this way."""
+    index: ScoreIndex = {}
+    columns = (scores.run, scores.task, scores.metric, scores.question_id, scores.score)
+    for run, task, metric, qid, score in zip(*columns, strict=True):
+        index.setdefault((run, task, metric), {})[qid] = score
+    return index
+
+
+def load_records(plan: Plan) -> dict[RunTask, list[dict]]:
+    """Every run record of every planned task, read once for all the tables."""
+    records: dict[RunTask, list[dict]] = {}
+    for run in plan.runs:
+        of_run = [r for p in run.shard_paths() for r in read_records(p)]
+        for task in run.tasks:
+            of_task = [
+                r for r in of_run if (r["benchmark"], r["task"]) == (task.benchmark, task.task)
+            ]
+            records[task] = sorted(of_task, key=lambda r: r["question_id"])
+    return records

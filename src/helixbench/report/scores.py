@@ -1,0 +1,107 @@
+"""Scores per run, task and metric, with bootstrap intervals (``scores.csv``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..plan import Plan, RunTask
+from ..questions import tasks_of
+from ..scoring.genegpt import SCORED_TASKS
+from ..stats import bootstrap_macro, bootstrap_mean
+from .paper import published
+
+ROUND = 7  # decimals kept in scores.csv (the reference values are given to 7)
+
+# ci_low / ci_high: the 95% percentile bootstrap interval over questions (seed 0;
+# for a macro row, questions resampled within each task: helixbench.stats).
+SCORE_COLUMNS = [
+    "benchmark",
+    "task",
+    "model",
+    "method",
+    "metric",
+    "n",
+    "score",
+    "paper",
+    "ci_low",
+    "ci_high",
+]
+
+
+def _recording(task: RunTask) -> str | None:
+    return task.recorded.recording if task.recorded else None
+
+
+def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
+    """scores.csv: one row per (run, task, metric), plus macro rows (n = tasks averaged)."""
+    rows = []
+    by_task = dict(list(scores.groupby(["model", "method", "benchmark", "task"], sort=False)))
+    for task in plan.tasks:
+        ran = by_task.get((task.model, task.method, task.benchmark, task.task), scores.iloc[:0])
+        variants = {}
+        for scorer, per_q in ran.groupby("metric", sort=True):
+            variants[scorer] = per_q
+            variants[f"{scorer}_excl_demos"] = per_q[per_q.demo.isna()]
+        for metric, frame in variants.items():
+            if frame.empty:
+                continue
+            interval = bootstrap_mean(frame.score)
+            rows.append(
+                {
+                    "benchmark": task.benchmark,
+                    "task": task.task,
+                    "model": task.model,
+                    "method": task.method,
+                    "metric": metric,
+                    "n": len(frame),
+                    "score": frame.score.mean(),
+                    "paper": published(
+                        _recording(task),
+                        task.method_spec.get("mask"),
+                        task.benchmark,
+                        task.task,
+                        metric,
+                    ),
+                    "ci_low": interval.low,
+                    "ci_high": interval.high,
+                    "_recording": _recording(task),
+                    "_mask": task.method_spec.get("mask"),
+                    "_scores": list(frame.score),
+                }
+            )
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return pd.DataFrame(columns=SCORE_COLUMNS)
+    macros = []
+    for (benchmark, model, method, metric), group in table.groupby(
+        ["benchmark", "model", "method", "metric"], sort=False
+    ):
+        complete = set(group.task) == _scored_tasks(benchmark)
+        interval = bootstrap_macro(dict(zip(group.task, group._scores, strict=True)))
+        macros.append(
+            {
+                "benchmark": benchmark,
+                "task": "macro",
+                "model": model,
+                "method": method,
+                "metric": metric,
+                "n": len(group),
+                "score": group.score.mean(),
+                # The paper's average covers every task; compare only a complete set.
+                "paper": published(
+                    group._recording.iloc[0], group._mask.iloc[0], benchmark, "macro", metric
+                )
+                if complete
+                else None,
+                "ci_low": interval.low,
+                "ci_high": interval.high,
+            }
+        )
+    table = pd.concat([table, pd.DataFrame(macros)], ignore_index=True)
+    for column in ("score", "ci_low", "ci_high"):
+        table[column] = table[column].round(ROUND)
+    return table[SCORE_COLUMNS]
+
+
+def _scored_tasks(benchmark: str) -> set[str]:
+    return set(tasks_of(benchmark)) & SCORED_TASKS
