@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from helixbench.config import build_plan
 from helixbench.report.html import html_table
@@ -60,3 +61,147 @@ def test_runs_holding_model_errors_are_warned_about():
 def test_html_tables_show_a_missing_value_as_blank():
     html = str(html_table(pd.DataFrame({"cost_usd": [None, 0.5], "model": ["a", None]})))
     assert "None" not in html and "nan" not in html.lower() and "0.5" in html
+
+
+# -- tables from hand-made scores ---------------------------------------------------------
+
+
+def _summary(rows) -> pd.DataFrame:
+    """A scores.csv-like table: (model, method, benchmark, task, metric, score, paper)."""
+    from helixbench.report.scores import SCORE_COLUMNS
+
+    full = [
+        {
+            "benchmark": b,
+            "task": t,
+            "model": m,
+            "method": me,
+            "metric": metric,
+            "n": 50,
+            "score": score,
+            "paper": paper,
+            "ci_low": score - 0.1,
+            "ci_high": score + 0.1,
+        }
+        for m, me, b, t, metric, score, paper in rows
+    ]
+    return pd.DataFrame(full, columns=SCORE_COLUMNS)
+
+
+def test_table2_puts_the_papers_column_beside_the_runs_it_reproduces_only():
+    from helixbench.questions import tasks_of
+    from helixbench.report.layouts import table2
+
+    config = {
+        "models": {
+            "codex": {"backend": "replay", "recording": "genegpt-2023"},
+            "m": {"backend": "openai", "model": "x", "base_url": "http://localhost:1/v1"},
+        },
+        "benchmarks": ["geneturing"],
+        "runs": [{"models": ["codex", "m"], "method": "genegpt-slim"}],
+    }
+    plan = build_plan(config, None)
+    rows = [
+        (
+            model,
+            "genegpt-slim",
+            "geneturing",
+            task,
+            "genegpt",
+            0.5,
+            0.84 if model == "codex" else None,
+        )
+        for model in ("codex", "m")
+        for task in [*tasks_of("geneturing"), "macro"]
+    ]
+    table = table2(plan, _summary(rows))
+    assert list(table.columns) == [
+        "module",
+        "task",
+        "codex / genegpt-slim",
+        "codex / genegpt-slim (paper)",
+        "m / genegpt-slim",
+    ]
+    alias = table[table.task == "Gene alias"].iloc[0]
+    assert alias["codex / genegpt-slim (paper)"] == "0.84"
+    nomenclature = table[(table.module == "Nomenclature") & (table.task == "Average")].iloc[0]
+    assert nomenclature["codex / genegpt-slim (paper)"] == "0.92"  # Table 2's module average
+    # Under another metric the paper has no column at all.
+    strict = table2(plan, _summary([(*r[:4], "strict", r[5], None) for r in rows]), "strict")
+    assert not any(c.endswith("(paper)") for c in strict.columns)
+
+
+def test_paired_tests_shown_are_a_readers_pairs_with_holms_correction():
+    from helixbench.report.comparisons import comparison_table, shown_comparisons
+    from helixbench.stats import holm
+
+    config = {
+        "models": {
+            n: {"backend": "openai", "model": n, "base_url": "http://localhost:1/v1"}
+            for n in ("a", "b")
+        },
+        "benchmarks": ["geneturing"],
+        "runs": [{"models": ["a", "b"], "methods": ["genegpt-slim", "genegpt-full"]}],
+    }
+    plan = build_plan(config, None)
+    qids = [f"q{i}" for i in range(20)]
+    scores = {}
+    for run in plan.runs:
+        good = 0.9 if run.model == "a" else 0.3
+        for task in run.tasks:
+            scores[(run.label, task.task, "genegpt")] = {
+                q: float(i / 20 < good + (0.05 if run.method == "genegpt-full" else 0))
+                for i, q in enumerate(qids)
+            }
+    table = comparison_table(plan, scores)
+    pairs = {(r.run_a, r.run_b): r.pair for r in table.itertuples()}
+    assert pairs[("a / genegpt-slim", "a / genegpt-full")] == "same model"
+    assert pairs[("a / genegpt-slim", "b / genegpt-slim")] == "same method"
+    assert pairs[("a / genegpt-slim", "b / genegpt-full")] == ""  # in the CSV, not shown
+    shown = shown_comparisons(table)
+    assert len(shown) == 4 * 9 and shown.p_holm.notna().all()
+    assert list(shown.p_holm) == [round(p, 4) for p in holm(list(shown.p_value))]
+    assert table[table.pair == ""].p_holm.isna().all()
+
+
+def test_holm_adjusts_a_family_of_p_values():
+    from helixbench.stats import holm
+
+    # m = 4: sorted 0.01, 0.02, 0.03, 0.5 -> 0.04, 0.06, 0.06 (monotone), 0.5
+    assert holm([0.03, 0.01, 0.5, 0.02]) == pytest.approx([0.06, 0.04, 0.5, 0.06])
+    assert holm([0.4, 0.5]) == [0.8, 0.8]
+    assert holm([]) == []
+
+
+def test_gene_sets_have_their_own_leaderboard():
+    from helixbench.report.leaderboard import geneset_leaderboard, leaderboard
+
+    config = {
+        "models": {
+            "gprofiler": {"backend": "enrichment"},
+            "m": {"backend": "openai", "model": "x", "base_url": "http://localhost:1/v1"},
+        },
+        "benchmarks": ["genesets"],
+        "runs": [
+            {"model": "gprofiler", "method": "gsea-top1", "tasks": ["MSigDB"]},
+            {"model": "m", "method": "closed-book", "tasks": ["GO", "NeST"]},
+        ],
+    }
+    plan = build_plan(config, None)
+    rows = [
+        ("gprofiler", "gsea-top1", "genesets", t, metric, v, None)
+        for t, metric, v in [("MSigDB", "embedding", 0.48), ("macro", "embedding", 0.48),
+                             ("MSigDB", "rougeL", 0.27), ("macro", "rougeL", 0.27)]
+    ] + [
+        ("m", "closed-book", "genesets", t, metric, v, None)
+        for t, metric, v in [("GO", "embedding", 0.6), ("NeST", "embedding", 0.7),
+                             ("macro", "embedding", 0.65), ("macro", "rougeL", 0.2)]
+    ]  # fmt: skip
+    summary = _summary(rows)
+    board = geneset_leaderboard(plan, summary)
+    assert list(board.run) == ["m / closed-book", "gprofiler / gsea-top1"]  # by embedding
+    first = board.iloc[0]
+    assert (first.embedding, first.rougeL, first.datasets, first.sets) == (0.65, 0.2, 2, 100)
+    assert first.embedding_ci_low == pytest.approx(0.55)
+    assert leaderboard(plan, summary, pd.DataFrame(columns=["run", "benchmark", "question_id",
+                       "metric", "score"])).empty  # fmt: skip

@@ -44,6 +44,7 @@ REPORT = (
     ReportFile("provenance.json"),
     ReportFile("index.html", "index", "Report"),
     ReportFile("leaderboard.csv", "leaderboard", "Scores"),
+    ReportFile("genesets_leaderboard.csv", "genesets_leaderboard", "Scores"),
     ReportFile("imports.csv", "imports", "Scores"),
     ReportFile("comparisons.csv", "comparisons", "Scores"),
     ReportFile("taxonomy.csv", "taxonomy", "Errors"),

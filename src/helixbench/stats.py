@@ -5,7 +5,8 @@ macro average's interval resamples the questions of every task at once (each
 task keeps its own size) and averages the task means, as the macro score does.
 The paired test compares two runs on the same questions by sign-flipping their
 per-question differences: under "no difference" each difference is as likely
-negated. Every function takes a seed, so an interval is the same on every rerun.
+negated; :func:`holm` corrects a family of such tests for multiplicity. Every
+function takes a seed, so an interval is the same on every rerun.
 """
 
 from __future__ import annotations
@@ -84,3 +85,15 @@ def paired_test(
     # The observed assignment counts as one of the permutations (never p = 0).
     extreme = np.count_nonzero(flipped >= observed - 1e-12)
     return PairedTest(float(diffs.mean()), (extreme + 1) / (resamples + 1), len(shared))
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (the family-wise error rate),
+    in the order given: the i-th smallest is multiplied by m - i + 1, made no smaller
+    than the one before it, and capped at 1."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

@@ -16,12 +16,12 @@ import pandas as pd
 from .. import paths
 from ..plan import Plan
 from ..questions import read_questions
-from .comparisons import comparison_table
+from .comparisons import comparison_table, shown_comparisons
 from .errors import error_types, table4_agreement
 from .genesets import geneset_percentiles, geneset_table
 from .imported import import_table, imported_runs
 from .layouts import ablation_table, genehop_table, table2
-from .leaderboard import leaderboard
+from .leaderboard import geneset_leaderboard, leaderboard
 from .markdown import _markdown
 from .operations import cost_table, error_table, model_error_notes, replay_table
 from .provenance import provenance
@@ -61,6 +61,8 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     ablation.to_csv(out_dir / "ablation.csv", index=False)
     board = leaderboard(plan, summary, scores)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
+    geneset_board = geneset_leaderboard(plan, summary)
+    geneset_board.to_csv(out_dir / "genesets_leaderboard.csv", index=False)
     imports = import_table(plan, questions)
     imports.to_csv(out_dir / "imports.csv", index=False)
     genesets = geneset_table(plan, summary, records)
@@ -83,6 +85,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "taxonomy": taxonomy,
         "table4": table4,
         "board": board,
+        "geneset_board": geneset_board,
         "imports": imports,
         "imported": imported,
         "genesets": genesets,
@@ -99,11 +102,12 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
             "prov": prov,
             "notes": notes,
             "leaderboard": board.to_dict("records"),
+            "geneset_leaderboard": geneset_board.to_dict("records"),
             "imported": imported,
             "imports": html_table(imports),
             "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
             "tables": {
-                "comparisons": html_table(comparisons),
+                "comparisons": html_table(shown_comparisons(comparisons).drop(columns="pair")),
                 "table2": html_table(table2(plan, summary, intervals=True)),
                 "table2_nodemo": html_table(t2_nodemo),
                 "table2_strict": html_table(table2(plan, summary, "strict", intervals=True)),
@@ -116,6 +120,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
                 "errors": html_table(errors),
             },
             "table4": table4,
+            "comparisons_shown": len(shown_comparisons(comparisons)),
             "replay_hits": int(replay.hits.sum()) if not replay.empty else 0,
             "replay_calls": replay_calls,
             "runs": list(dict.fromkeys(q["run"] for q in items)),

@@ -1,11 +1,18 @@
-"""Paired tests between runs (``comparisons.csv``, ``helixbench compare``)."""
+"""Paired tests between runs (``comparisons.csv``, ``helixbench compare``).
+
+The report shows the comparisons a reader asks for: one model under two methods
+(with tools or without, one prompt or another) and two models under one method,
+with Holm's correction over the tests it shows. ``comparisons.csv`` holds every
+test made (every pair of runs when there are few), each marked with the reader's
+question it answers, if any.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from ..plan import Plan
-from ..stats import paired_test
+from ..stats import holm, paired_test
 from .records import ScoreIndex, primary_metric
 from .scores import ROUND
 
@@ -22,24 +29,46 @@ COMPARISON_COLUMNS = [
     "score_b",
     "difference",
     "p_value",
+    "pair",  # "same model" / "same method": a comparison the report shows; "" otherwise
+    "p_holm",  # Holm-adjusted over the comparisons the report shows
 ]
 
 
 def comparison_table(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
     """Paired tests (sign-flip permutation over the shared questions) between runs,
     per task on its primary metric: every pair when there are few runs, else each
-    run against the first. ``helixbench compare`` tests any other two."""
-    runs = [r.label for r in plan.runs]
-    if len(runs) <= MAX_ALL_PAIRS:
-        pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
+    run against the first; and always the pairs a reader asks for (one model under
+    two methods, two models under one method), marked in ``pair`` and corrected
+    together by Holm's method. ``helixbench compare`` tests any other two."""
+    runs = plan.runs
+    asked = {}
+    for i, a in enumerate(runs):
+        for b in runs[i + 1 :]:
+            if a.model == b.model:
+                asked[a.label, b.label] = "same model"
+            elif a.method == b.method:
+                asked[a.label, b.label] = "same method"
+    labels = [r.label for r in runs]
+    if len(labels) <= MAX_ALL_PAIRS:
+        pairs = [(a, b) for i, a in enumerate(labels) for b in labels[i + 1 :]]
     else:
-        pairs = [(runs[0], b) for b in runs[1:]]
-    tasks = {r.label: {(t.benchmark, t.task) for t in r.tasks} for r in plan.runs}
+        pairs = [(labels[0], b) for b in labels[1:]]
+        pairs += [pair for pair in asked if pair not in pairs]
+    tasks = {r.label: {(t.benchmark, t.task) for t in r.tasks} for r in runs}
     rows = []
     for a, b in pairs:
         for benchmark, task in sorted(tasks[a] & tasks[b]):
-            rows += compare_runs(plan, scores, a, b, benchmark, task)
+            for row in compare_runs(plan, scores, a, b, benchmark, task):
+                rows.append({**row, "pair": asked.get((a, b), ""), "p_holm": None})
+    shown = [row for row in rows if row["pair"]]
+    for row, adjusted in zip(shown, holm([r["p_value"] for r in shown]), strict=True):
+        row["p_holm"] = round(adjusted, 4)
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def shown_comparisons(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons the report shows (a reader's pairs), with their Holm p-values."""
+    return comparisons[comparisons.pair != ""]
 
 
 def compare_runs(plan: Plan, scores: ScoreIndex, a: str, b: str, benchmark: str, task: str):

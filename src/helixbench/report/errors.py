@@ -31,7 +31,7 @@ TAXONOMY_COLUMNS = [
 def error_types(
     plan: Plan, records: dict[RunTask, list[dict]], scores: ScoreIndex, questions: dict
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
-    """The error taxonomy (helixbench.taxonomy) per run and task, and each wrong
+    """The error taxonomy (helixbench.report.taxonomy) per run and task, and each wrong
     answer's type by (run, question id). Tasks whose primary metric is graded (ROUGE,
     embedding) have no right/wrong and are left out. An answer wrong as given but
     right once extracted is typed ``F`` (a formatting error) before the rules run."""

@@ -8,7 +8,7 @@ from ..methods.genegpt import PRESETS
 from ..plan import Plan, run_label
 from ..questions import GENETURING_MODULES, tasks_of
 from ..scoring import scorers_for
-from .paper import TABLE2_MODULES, TABLE3
+from .paper import TABLE2_MODULES, TABLE3, published
 from .records import primary_metric
 from .scores import ROUND, _recording
 from .text import fmt
@@ -20,7 +20,9 @@ def table2(
     plan: Plan, scores: pd.DataFrame, metric: str = "genegpt", intervals: bool = False
 ) -> pd.DataFrame:
     """GeneTuring in the paper's layout: modules, tasks, module averages, overall average;
-    with ``intervals``, each task and macro score carries its 95% bootstrap interval."""
+    with ``intervals``, each task and macro score carries its 95% bootstrap interval. A
+    run that reproduces one of the paper's columns (a replayed GeneGPT-full or -slim
+    run, under the paper's metric) has the paper's values beside it."""
 
     def cell(hit) -> str:
         if not hit:
@@ -34,6 +36,12 @@ def table2(
     by_run = {t.label: t for t in plan.tasks if t.benchmark == "geneturing"}
     sel = scores[(scores.benchmark == "geneturing") & (scores.metric == metric)]
     lookup = {(run_label(r.model, r.method), r.task): r for r in sel.itertuples()}
+    masks = {run: task.method_spec.get("mask") for run, task in by_run.items()}
+    reproduces = {
+        run: published(_recording(by_run[run]), masks[run], "geneturing", "macro", metric)
+        is not None
+        for run in runs
+    }
     rows = []
     for module, tasks in GENETURING_MODULES.items():
         for task in tasks:
@@ -41,21 +49,22 @@ def table2(
             for run in runs:
                 hit = lookup.get((run, task))
                 row[run] = cell(hit)
-                row[f"{run} (paper)"] = fmt(hit.paper) if hit else ""
+                if reproduces[run]:
+                    row[f"{run} (paper)"] = fmt(hit.paper) if hit else ""
             rows.append(row)
         row = {"module": module, "task": "Average"}
         for run in runs:
             values = [lookup[(run, t)].score for t in tasks if (run, t) in lookup]
             row[run] = fmt(sum(values) / len(values)) if len(values) == len(tasks) else "n/a"
-            mask = by_run[run].method_spec.get("mask")
-            paper = TABLE2_MODULES.get(mask, {}).get(module) if _recording(by_run[run]) else None
-            row[f"{run} (paper)"] = fmt(paper) if metric == "genegpt" else ""
+            if reproduces[run]:
+                row[f"{run} (paper)"] = fmt(TABLE2_MODULES[masks[run]][module])
         rows.append(row)
     row = {"module": "Overall", "task": "Macro average"}
     for run in runs:
         hit = lookup.get((run, "macro"))
         row[run] = cell(hit)
-        row[f"{run} (paper)"] = fmt(hit.paper) if hit else ""
+        if reproduces[run]:
+            row[f"{run} (paper)"] = fmt(hit.paper) if hit else ""
     rows.append(row)
     return pd.DataFrame(rows)
 

