@@ -205,3 +205,75 @@ def test_gene_sets_have_their_own_leaderboard():
     assert first.embedding_ci_low == pytest.approx(0.55)
     assert leaderboard(plan, summary, pd.DataFrame(columns=["run", "benchmark", "question_id",
                        "metric", "score"])).empty  # fmt: skip
+
+
+def test_one_models_protocols_side_by_side_with_macro_weighted_paired_tests():
+    from helixbench.report.protocols import protocol_table, protocol_tests
+
+    config = {
+        "models": {
+            n: {"backend": "openai", "api": "chat", "model": n, "base_url": "http://localhost:1/v1"}
+            for n in ("a", "b")
+        },
+        "benchmarks": ["geneturing"],
+        "methods": {
+            "fc": {"kind": "function-calling", "demonstrations": False},
+            "bare": {"kind": "no-tools"},
+        },
+        "runs": [
+            {
+                "model": "a",
+                "methods": ["genegpt-slim", "fc", "bare"],
+                "tasks": ["Gene alias", "SNP location"],
+            },
+            # One protocol only: not in the section.
+            {"model": "b", "method": "fc", "tasks": ["Gene alias", "SNP location"]},
+        ],
+    }  # fmt: skip
+    plan = build_plan(config, None)
+    # Gene alias: 2 questions, SNP location: 4; "a / fc" is right on every alias question
+    # only, "a / bare" on nothing: the macro difference is 0.5, the question mean 1/3.
+    alias, snp = ["a0", "a1"], ["s0", "s1", "s2", "s3"]
+    right = {"a / genegpt-slim": set(), "a / fc": set(alias), "a / bare": set()}
+    scores = {
+        (run, task, "extracted"): {q: float(q in hits) for q in qids}
+        for run, hits in right.items()
+        for task, qids in (("Gene alias", alias), ("SNP location", snp))
+    }
+    tests = protocol_tests(plan, scores)
+    assert {(r.run_a, r.run_b) for r in tests.itertuples()} == {
+        ("a / genegpt-slim", "a / fc"),
+        ("a / genegpt-slim", "a / bare"),
+        ("a / fc", "a / bare"),
+    }
+    fc_bare = tests[(tests.run_a == "a / fc") & (tests.run_b == "a / bare")].iloc[0]
+    assert (fc_bare.protocol_a, fc_bare.protocol_b) == ("function calling", "no tools")
+    assert fc_bare.n == 6 and fc_bare.difference == 0.5  # macro, not the question mean
+    assert tests.p_holm.notna().all()
+
+    record = {"error": None, "wall_s": 2.0, "events": [
+        {"type": "model", "data": {"prompt_tokens": 90, "completion_tokens": 10}},
+        {"type": "tool", "data": {"error": None}},
+        {"type": "tool", "data": {"error": "esearch needs term"}},
+    ]}  # fmt: skip
+    records = {t: [dict(record, question_id="x")] for t in plan.tasks}
+    summary = _summary(
+        [("a", m, "geneturing", "macro", "extracted", v, None) for m, v in
+         (("genegpt-slim", 0.0), ("fc", 0.5), ("bare", 0.0))]
+    )  # fmt: skip
+    table = protocol_table(plan, summary, records)
+    assert list(table.run) == ["a / genegpt-slim", "a / fc", "a / bare"]
+    assert list(table.protocol) == ["text protocol", "function calling", "no tools"]
+    fc = table[table.run == "a / fc"].iloc[0]
+    assert (fc.extracted, fc.questions, fc.tool_calls_per_question) == (0.5, 2, 2.0)
+    assert (fc.tool_errors, fc.tokens_per_question, fc.s_per_question) == (2, 100, 2.0)
+
+
+def test_a_weighted_paired_test_is_the_plain_one_with_equal_weights():
+    from helixbench.stats import paired_test
+
+    a = {f"q{i}": float(i % 3 == 0) for i in range(30)}
+    b = {f"q{i}": float(i % 2 == 0) for i in range(30)}
+    weighted, plain = paired_test(a, b, weights=dict.fromkeys(a, 0.2)), paired_test(a, b)
+    assert weighted.difference == pytest.approx(plain.difference)
+    assert (weighted.p_value, weighted.n) == (plain.p_value, plain.n)

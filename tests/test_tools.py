@@ -341,13 +341,15 @@ def test_eight_processes_share_one_budget(tmp_path, server):
     # A wider margin than the default 0.04, and a longer timeout than the tests' 2 s (a
     # reply slowed past it would be asked again), keep the test green on a loaded
     # machine; benchmarks/tool_budget.py measures the default margin.
-    loaded = settings(tmp_path, server, rate_margin=0.1, http={"timeout_s": 20.0})
+    # (0.25: on a machine running the whole suite in parallel a granted request can
+    # reach the server ~80 ms late, and the server's own limit then counts two close.)
+    loaded = settings(tmp_path, server, rate_margin=0.25, http={"timeout_s": 20.0})
     config = {**loaded.__dict__}
     config = {k: (list(v) if isinstance(v, tuple) else v) for k, v in config.items()}
     _run_workers(_worker, lambda w: (config, w, 3))
     received = server.state.received
-    assert len(received) == 24
-    assert [r.status for r in received] == [200] * 24  # the server's 3/s limit never tripped
+    statuses = [r.status for r in received]
+    assert statuses == [200] * 24, statuses  # each asked once; the 3/s limit never tripped
     times = sorted(r.at for r in received)
     assert all(b - a > 1.0 for a, b in zip(times, times[3:], strict=False))
     assert ReplyCache(tmp_path / "cache" / "tools.sqlite").count() == 24

@@ -20,7 +20,7 @@ from .errors import ConfigError
 from .fetch import available
 from .genegpt_format import MASK, check_mask
 from .imports import SourceError, claimed_files, resolve_source, task_file
-from .methods import GENESET_KINDS
+from .methods import CHAT_KINDS, GENESET_KINDS
 from .methods.genegpt import PRESETS
 from .models import backend
 from .plan import Plan, RunTask
@@ -43,7 +43,7 @@ def resolve_method(name: str, methods: dict) -> dict:
         spec = {"kind": "genegpt", "mask": PRESETS[name]}
     elif name == "imported":  # a published system's outputs (models with backend imported)
         spec = {"kind": "imported"}
-    elif name in GENESET_KINDS:  # gene-set methods with their default settings
+    elif name in GENESET_KINDS or name in CHAT_KINDS:  # by their kind, default settings
         spec = {"kind": name}
     elif match := MASK_METHOD.match(name):
         spec = {"kind": "genegpt", "mask": match.group(1)}
@@ -202,6 +202,11 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
         )
     if facts.recorded and kind != "genegpt":
         raise ConfigError(f"{where}: a replayed recording needs a genegpt method ({label})")
+    if kind in CHAT_KINDS and not facts.chats(model_spec):
+        raise ConfigError(
+            f"{where}: {kind} needs a chat model (api: chat on a server, chat_template: true "
+            f"for a local model) ({label})"
+        )
     if facts.published != (kind == "imported"):
         raise ConfigError(
             f"{where}: an imported model takes the method 'imported' (a method of kind "
@@ -279,9 +284,13 @@ def _seeds(entries: list, mirror: Path | None) -> dict:
 def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | None:
     """Where the demonstration snapshot of ``task``'s method lies (None: the method needs
     none, or reads it off its recording)."""
-    if task.method_spec.get("kind") != "genegpt":
+    kind = task.method_spec.get("kind")
+    if kind == "function-calling" and task.method_spec.get("demonstrations", True):
+        default = "genegpt-2023"  # the demonstrations' replies GeneGPT's header embeds
+    elif kind != "genegpt":
         return None
-    default = "recorded" if task.recorded else "genegpt-2023"
+    else:
+        default = "recorded" if task.recorded else "genegpt-2023"
     name = task.method_spec.get("snapshot", default)
     where = f"methods.{run['method']}.snapshot"
     if name == "recorded":

@@ -47,6 +47,8 @@ REPORT = (
     ReportFile("genesets_leaderboard.csv", "genesets_leaderboard", "Scores"),
     ReportFile("imports.csv", "imports", "Scores"),
     ReportFile("comparisons.csv", "comparisons", "Scores"),
+    ReportFile("protocols.csv", "protocols", "Scores"),
+    ReportFile("protocol_tests.csv", "protocol_tests", "Scores"),
     ReportFile("taxonomy.csv", "taxonomy", "Errors"),
     ReportFile("ablation.csv", "ablation", "Scores"),
     ReportFile("leaderboard.png", "leaderboard", "Figures"),

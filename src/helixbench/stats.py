@@ -69,13 +69,23 @@ class PairedTest:
 
 
 def paired_test(
-    a: dict[str, float], b: dict[str, float], resamples: int = RESAMPLES, seed: int = 0
+    a: dict[str, float],
+    b: dict[str, float],
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    weights: dict[str, float] | None = None,
 ) -> PairedTest:
-    """Sign-flip permutation test of run ``a`` against run ``b`` on their shared questions."""
+    """Sign-flip permutation test of run ``a`` against run ``b`` on their shared questions.
+
+    With ``weights`` (question -> weight) the difference is the weighted mean: weights
+    of 1 / (tasks x the task's questions) make it the difference of macro scores."""
     shared = sorted(set(a) & set(b))
     if not shared:
         raise ValueError("the two runs share no question")
     diffs = np.array([a[q] - b[q] for q in shared], dtype=float)
+    if weights is not None:
+        w = np.array([weights[q] for q in shared], dtype=float)
+        diffs = diffs * (w * w.size / w.sum())  # the weighted mean is the mean of these
     observed = abs(diffs.mean())
     if not diffs.any():
         return PairedTest(0.0, 1.0, len(shared))

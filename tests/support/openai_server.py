@@ -31,6 +31,7 @@ class OpenAIServerState:
     # GET /v1/models: the entries it lists (llama.cpp adds a volatile "created").
     served: list = field(default_factory=lambda: [{"id": "test-model", "owned_by": "test"}])
     fingerprint: str | None = None  # a reply's system_fingerprint
+    no_tools: bool = False  # refuse requests that offer tools, as some servers do
     cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens
     # A shared context pool (llama.cpp's -c over its slots): prompt characters in
     # flight at once past it are refused with llama.cpp's 500; each request is held
@@ -77,6 +78,12 @@ class _Handler(QuietHandler):
                 return self._send(500, {"error": {"message": "server error", "type": "server"}})
             elif kind == "raw":  # ("raw", status, body bytes): any reply at all
                 return self._send_bytes(fault[1], fault[2])
+        if body.get("tools") and self.state.no_tools:  # a server that takes no tools
+            error = {
+                "message": "tools are not supported by this model",
+                "type": "invalid_request_error",
+            }
+            return self._send(400, {"error": error})
         if self.path.endswith("/chat/completions"):
             prompt = body["messages"][-1].get("content") or ""
         elif self.path.endswith("/completions"):
@@ -115,7 +122,13 @@ class _Handler(QuietHandler):
                 {
                     "id": f"call-{i}",
                     "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                    "function": {
+                        "name": name,
+                        # a string is sent as it is (malformed arguments, say)
+                        "arguments": arguments
+                        if isinstance(arguments, str)
+                        else json.dumps(arguments),
+                    },
                 }
                 for i, (name, arguments) in enumerate(text["tool_calls"])
             ]

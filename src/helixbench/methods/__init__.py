@@ -12,11 +12,14 @@ import importlib
 from dataclasses import dataclass, field
 
 GENESET_KINDS = ("closed-book", "geneagent", "gsea-top1")
-KINDS = ("genegpt", "imported", *GENESET_KINDS)
+# Methods of chat models on question-answering benchmarks.
+CHAT_KINDS = ("function-calling", "no-tools")
+KINDS = ("genegpt", "imported", *CHAT_KINDS, *GENESET_KINDS)
 # Method kind -> the module that prepares it.
 _MODULES = {
     "genegpt": "genegpt",
     "imported": "imported",
+    **dict.fromkeys(CHAT_KINDS, "function_calling"),
     **dict.fromkeys(GENESET_KINDS, "genesets"),
 }
 

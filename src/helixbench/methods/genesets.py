@@ -43,7 +43,8 @@ from ..models import (
 from ..questions import GENESET_DATASET
 from ..tools import tool_settings
 from ..tools.executor import ToolExecutor
-from ..tools.genesets import EVIDENCE_TOOLS, GeneSetTools, ToolCall, geneset_settings
+from ..tools.functions import ToolCall
+from ..tools.genesets import EVIDENCE_TOOLS, GeneSetTools, geneset_settings
 from ..transcripts import Event, QuestionResult
 from . import Prepared
 

@@ -39,6 +39,9 @@ class CompletionRequest:
     # the offered tools (OpenAI schemas); ``prompt`` then renders the conversation.
     messages: tuple[dict, ...] | None = None
     tools: tuple[dict, ...] | None = None
+    # False: at most one tool call a turn (the API's ``parallel_tool_calls``); None: the
+    # server's default.
+    parallel_tool_calls: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,11 @@ class Backend:
     def converted_dir(cls, spec: dict) -> str | None:
         """Where a prepared (converted) copy of the model lies, for its run jobs."""
         return None
+
+    @classmethod
+    def chats(cls, spec: dict) -> bool:
+        """Whether the model takes a conversation (and tools: function calling)."""
+        return False
 
 
 class AnswerSource(Backend):

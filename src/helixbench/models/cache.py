@@ -68,6 +68,8 @@ def request_key(identity: dict, request: CompletionRequest) -> str:
         key["messages"] = list(request.messages)
     if request.tools:
         key["tools"] = list(request.tools)
+    if request.parallel_tool_calls is not None:
+        key["parallel_tool_calls"] = request.parallel_tool_calls
     return sha256_json(key)
 
 

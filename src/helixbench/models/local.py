@@ -186,6 +186,10 @@ class TransformersModel(Backend):
         return int(spec.get("gpus", 0))
 
     @classmethod
+    def chats(cls, spec: dict) -> bool:
+        return bool(spec.get("chat_template", False))
+
+    @classmethod
     def converted_dir(cls, spec: dict) -> str | None:
         name = converted_name(spec)
         return paths.LOCAL_MODEL.format(weights=name) if name else None
@@ -304,20 +308,41 @@ class TransformersModel(Backend):
         that loads the same file, with its chat template or without)."""
         return {k: v for k, v in self._identity.items() if k != "chat_template"}
 
-    def _tokens(self, prompt: str) -> list[int]:
+    def _tokens(self, request: CompletionRequest) -> list[int]:
+        """The token ids the model continues: the prompt as it is, or wrapped in the
+        model's chat template as one user message, or a conversation (function
+        calling) rendered by the template."""
         tokenizer = self._loaded[0]
-        if self.chat_template:
-            messages = [{"role": "user", "content": prompt}]
-            prompt = tokenizer.apply_chat_template(
+        if request.messages:
+            messages, tools = list(request.messages), list(request.tools or []) or None
+            if tools and not self._template_takes_tools:
+                messages, tools = tool_call_convention(messages, tools), None
+            text = tokenizer.apply_chat_template(
+                messages, tools=tools, tokenize=False, add_generation_prompt=True
+            )
+        elif self.chat_template:
+            messages = [{"role": "user", "content": request.prompt}]
+            text = tokenizer.apply_chat_template(
                 messages, tokenize=False, add_generation_prompt=True
             )
-        return tokenizer(prompt)["input_ids"]
+        else:
+            text = request.prompt
+        return tokenizer(text)["input_ids"]
+
+    @cached_property
+    def _template_takes_tools(self) -> bool:
+        """Whether the model's chat template renders tools itself (else the text
+        convention of :func:`tool_call_convention`)."""
+        return "tools" in (self._loaded[0].chat_template or "")
 
     def complete(self, request: CompletionRequest) -> Completion:
         import torch
 
         tokenizer, model, window, eos_ids = self._loaded
-        ids = self._tokens(request.prompt)
+        ids = self._tokens(request)
+        stops = request.stop
+        if request.tools and not self._template_takes_tools:
+            stops = (*stops, TOOL_CALL_END)  # a call is made: its result comes next
         if window and len(ids) >= window:
             raise ContextLengthError(
                 f"prompt of {len(ids)} tokens does not fit the {window}-token window"
@@ -351,20 +376,26 @@ class TransformersModel(Backend):
                     break
                 generated.append(token)
                 text = tokenizer.decode(generated, skip_special_tokens=True)
-                cut = _first_stop(text, request.stop)
+                cut = _first_stop(text, stops)
                 if cut is not None:
-                    text, finish = text[:cut], "stop"
+                    ended_call = text[cut:].startswith(TOOL_CALL_END) and request.tools
+                    text, finish = text[:cut] + (TOOL_CALL_END if ended_call else ""), "stop"
                     break
                 if not pending and len(generated) < budget:
                     pending = self._step(model, cache, token, budget - len(generated))
         if not self.reuse:
             self._cache, self._cached_ids = None, []
+        calls = None
+        if request.tools:  # templates that render tools ask for one of these forms too
+            text, calls = parse_tool_calls(text, bare_json=self._template_takes_tools)
+            finish = "tool_calls" if calls else finish
         return Completion(
             text,
             prompt_tokens=len(ids),
             completion_tokens=len(generated),
             reused_tokens=reused,
             finish_reason=finish,
+            tool_calls=calls,
         )
 
     def _load_prefix(self, prefix: str, ids: list[int]) -> None:
@@ -521,6 +552,76 @@ def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
+
+
+TOOL_CALL_START, TOOL_CALL_END = "<tool_call>", "</tool_call>"
+TOOL_CALL_CONVENTION = (
+    "You may call the functions below. To call one, write\n"
+    f'{TOOL_CALL_START}{{"name": "<function>", "arguments": {{<arguments as JSON>}}}}'
+    f"{TOOL_CALL_END}\n"
+    "and nothing after it: its result comes back to you in a tool message. Functions:\n"
+)
+_TOOL_CALL = re.compile(
+    re.escape(TOOL_CALL_START) + r"\s*(.*?)\s*" + re.escape(TOOL_CALL_END), re.DOTALL
+)
+
+
+def tool_call_convention(messages: list[dict], tools: list[dict]) -> list[dict]:
+    """A function-calling conversation for a chat template that renders no tools, in
+    the widely used text convention: the functions listed in the system message, each
+    call as ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` in the
+    assistant's text, each result as a tool message in ``<tool_response>`` tags."""
+    listing = TOOL_CALL_CONVENTION + "\n".join(json.dumps(t["function"]) for t in tools)
+    out = []
+    for message in messages:
+        role, content = message["role"], message.get("content") or ""
+        if role == "assistant" and message.get("tool_calls"):
+            for call in message["tool_calls"]:
+                function = call["function"]
+                body = {"name": function["name"], "arguments": _json_or_text(function["arguments"])}
+                content += f"{TOOL_CALL_START}{json.dumps(body)}{TOOL_CALL_END}"
+        elif role == "tool":
+            content = f"<tool_response>\n{content}\n</tool_response>"
+        out.append({"role": role, "content": content})
+    if out and out[0]["role"] == "system":
+        out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + listing}
+    else:
+        out.insert(0, {"role": "system", "content": listing})
+    return out
+
+
+def parse_tool_calls(text: str, bare_json: bool = False) -> tuple[str, tuple[dict, ...] | None]:
+    """The calls a completion made in the text convention, and the text before the
+    first one; a call whose body is not JSON keeps it raw (a tool error follows).
+
+    ``bare_json`` also takes a reply that is one JSON object with a ``name`` and
+    ``arguments`` or ``parameters`` as a call: the form Llama 3.1's template asks for.
+    """
+    found = list(_TOOL_CALL.finditer(text))
+    if not found:
+        body = _json_or_text(text.strip()) if bare_json else None
+        if isinstance(body, dict) and "name" in body and ({"arguments", "parameters"} & set(body)):
+            return "", (_call(0, body, text.strip()),)
+        return text, None
+    calls = [_call(i, _json_or_text(m.group(1)), m.group(1)) for i, m in enumerate(found)]
+    return text[: found[0].start()].rstrip(), tuple(calls)
+
+
+def _call(index: int, body, raw: str) -> dict:
+    if isinstance(body, dict):
+        name = str(body.get("name") or "")
+        arguments = body.get("arguments", body.get("parameters", {}))
+        arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    else:
+        name, arguments = "", raw
+    return {"id": f"call-{index}", "name": name, "arguments": arguments}
+
+
+def _json_or_text(value):
+    try:
+        return json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
 
 
 def _lookup_draft(context: list[int], size: int, longest: int = 3) -> list[int]:

@@ -87,6 +87,10 @@ class OpenAIModel(Backend):
         return cls(spec, lock_dir)
 
     @classmethod
+    def chats(cls, spec: dict) -> bool:
+        return spec.get("api", "completions") == "chat"
+
+    @classmethod
     def endpoint(cls, spec: dict) -> str:
         """``endpoint_<host>_<port>``: one Snakemake resource per server."""
         netloc = urlsplit(spec.get("base_url") or DEFAULT_BASE_URL).netloc
@@ -183,6 +187,11 @@ class OpenAIModel(Backend):
                 lowered = message.lower()
                 if exc.status_code in (400, 413, 500) and _is_context_refusal(lowered, kind):
                     raise ContextLengthError(_describe(exc.status_code, message, kind)) from None
+                if exc.status_code == 400 and request.tools and "tool" in lowered:
+                    raise ModelError(
+                        f"{self.model} at {self.base_url} takes no tools (function calling): "
+                        + _describe(exc.status_code, message, kind)
+                    ) from None
                 if exc.status_code >= 500 and any(s in lowered for s in CAPACITY_SIGNALS):
                     capacity += 1
                     if capacity <= self.capacity_retries:
@@ -228,6 +237,8 @@ class OpenAIModel(Backend):
             if request.tools:
                 args["tools"] = list(request.tools)
                 args.pop("stop")
+                if request.parallel_tool_calls is not None:
+                    args["parallel_tool_calls"] = request.parallel_tool_calls
             raw = self._client.chat.completions.with_raw_response.create(messages=messages, **args)
         else:
             raw = self._client.completions.with_raw_response.create(prompt=request.prompt, **args)

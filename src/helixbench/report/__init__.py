@@ -24,6 +24,7 @@ from .layouts import ablation_table, genehop_table, table2
 from .leaderboard import geneset_leaderboard, leaderboard
 from .markdown import _markdown
 from .operations import cost_table, error_table, model_error_notes, replay_table
+from .protocols import protocol_table, protocol_tests
 from .provenance import provenance
 from .records import load_records, load_scores, primary_metric, score_index
 from .scores import score_table
@@ -54,6 +55,10 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     index = score_index(scores)
     comparisons = comparison_table(plan, index)
     comparisons.to_csv(out_dir / "comparisons.csv", index=False)
+    protocols = protocol_table(plan, summary, records)
+    protocols.to_csv(out_dir / "protocols.csv", index=False)
+    tests = protocol_tests(plan, index)
+    tests.to_csv(out_dir / "protocol_tests.csv", index=False)
     taxonomy, labels = error_types(plan, records, index, questions)
     taxonomy.to_csv(out_dir / "taxonomy.csv", index=False)
     table4 = table4_agreement(plan, taxonomy)
@@ -82,6 +87,8 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "errors": errors,
         "costs": costs,
         "comparisons": comparisons,
+        "protocols": protocols,
+        "protocol_tests": tests,
         "taxonomy": taxonomy,
         "table4": table4,
         "board": board,
@@ -108,6 +115,8 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
             "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
             "tables": {
                 "comparisons": html_table(shown_comparisons(comparisons).drop(columns="pair")),
+                "protocols": html_table(protocols) if not protocols.empty else None,
+                "protocol_tests": html_table(tests) if not tests.empty else None,
                 "table2": html_table(table2(plan, summary, intervals=True)),
                 "table2_nodemo": html_table(t2_nodemo),
                 "table2_strict": html_table(table2(plan, summary, "strict", intervals=True)),

@@ -83,6 +83,17 @@ def _geneset_board_text(board: pd.DataFrame) -> str:
     return shown.to_markdown(index=False, disable_numparse=True)
 
 
+def _protocols_text(protocols: pd.DataFrame) -> str:
+    if protocols.empty:
+        return "No model ran two protocols on one benchmark in this config."
+    intervals = zip(protocols.ci_low, protocols.ci_high, strict=True)
+    shown = protocols.assign(
+        extracted=protocols.extracted.map(fmt),
+        ci_low=[f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in intervals],
+    ).rename(columns={"ci_low": "interval"})
+    return shown.drop(columns="ci_high").to_markdown(index=False, disable_numparse=True)
+
+
 def _table(frame: pd.DataFrame) -> str:
     return frame.to_markdown(index=False, disable_numparse=True) if not frame.empty else "none"
 
@@ -200,6 +211,24 @@ the {len(shown)} tests shown (family-wise error rate). Every test made is in
 `comparisons.csv`; any other two runs: `helixbench compare`.
 
 {_table(shown.drop(columns="pair"))}
+
+## Protocols: one model, three ways with tools
+Each model that ran more than one protocol on a benchmark: GeneGPT's text protocol
+(URLs in brackets inside the reply), native function calling (NCBI's web APIs as
+function schemas) and no tools, on the same questions. `extracted` is the
+leaderboard's macro score with its 95% interval; `errors`: questions that ended in
+an error (the loop's cap, an overflowing context, a model error); tokens and seconds
+are per question.
+
+{_protocols_text(tables["protocols"])}
+
+Paired tests between one model's protocols: the difference of macro scores (a - b)
+over the questions both answered (each question weighted 1 / (tasks x the task's
+questions)), the two-sided p-value of a sign-flip permutation test (10,000
+resamples, seed 0) and `p_holm`, Holm's correction over these
+{len(tables["protocol_tests"])} tests.
+
+{_table(tables["protocol_tests"])}
 
 ## Error types (Table 4)
 Wrong answers typed automatically (E1-E4, O; rules in `helixbench.taxonomy`); F:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from urllib.parse import quote, urlencode
 
-from . import ToolRequest, ToolResult
+from . import ToolRequest
 from .executor import EUTILS_HOST, ToolExecutor, ToolSettings
+from .functions import ToolCall, schema
 
 GPROFILER_URL = "https://biit.cs.ut.ee/gprofiler/api/gost/profile/"
 ENRICHR_URL = "https://maayanlab.cloud/Enrichr/"
@@ -87,29 +88,6 @@ def geneset_settings(settings: dict) -> ToolSettings:
     return replace(base, allowed_hosts=hosts)
 
 
-@dataclass
-class ToolCall:
-    """One tool call of a gene-set method, and every request it made."""
-
-    name: str
-    arguments: dict
-    text: str  # what the model is shown
-    requests: list[ToolResult] = field(default_factory=list)
-    error: str | None = None
-
-    def describe(self) -> dict:
-        return {
-            "tool": self.name,
-            "arguments": self.arguments,
-            "url": self.requests[0].url if self.requests else None,
-            "requests": [r.describe(None) for r in self.requests],
-            "error": self.error,
-            "status": self.requests[-1].status if self.requests else None,
-            "cache": ",".join(sorted({r.cache or "" for r in self.requests})) or None,
-            "rendered": self.text,
-        }
-
-
 class GeneSetTools:
     """The tools one gene set may use, masked for its dataset."""
 
@@ -125,18 +103,7 @@ class GeneSetTools:
     def schemas(self) -> list[dict]:
         """The offered tools as OpenAI function-calling schemas."""
         return [
-            {
-                "type": "function",
-                "function": {
-                    "name": name,
-                    "description": TOOL_SPECS[name][0],
-                    "parameters": {
-                        "type": "object",
-                        "properties": TOOL_SPECS[name][1],
-                        "required": list(TOOL_SPECS[name][1]),
-                    },
-                },
-            }
+            schema(name, TOOL_SPECS[name][0], TOOL_SPECS[name][1], list(TOOL_SPECS[name][1]))
             for name in self.names
         ]
 

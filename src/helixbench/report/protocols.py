@@ -1,0 +1,170 @@
+"""One model's ways of using tools side by side (``protocols.csv``) and paired tests
+between them (``protocol_tests.csv``): GeneGPT's text protocol (URLs in brackets
+inside the reply), native function calling, and no tools, on the same questions.
+
+A model appears when it ran at least two protocols on a question-answering
+benchmark. Each row is a run on a benchmark: its macro score on extracted answers
+(the QA leaderboard's metric) with its interval, and what the protocol cost: tool
+calls, tool errors, tokens and seconds per question, and the questions that ended
+in an error (the loop's cap, a context overflow, a model error). Each test pairs two
+of one model's protocol runs on the questions both answered, weighting each
+question by 1 / (tasks x the task's questions) so the difference tested is the
+difference of macro scores; Holm's correction runs over every protocol test shown.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..plan import Plan, RunTask
+from ..stats import holm, paired_test
+from .leaderboard import GENESETS
+from .records import ScoreIndex
+from .scores import ROUND
+
+# The method kinds that answer questions, by the protocol each uses for tools.
+PROTOCOLS = {
+    "genegpt": "text protocol",
+    "function-calling": "function calling",
+    "no-tools": "no tools",
+}
+METRIC = "extracted"
+
+PROTOCOL_COLUMNS = [
+    "model",
+    "benchmark",
+    "protocol",
+    "run",
+    "extracted",
+    "ci_low",
+    "ci_high",
+    "questions",
+    "errors",
+    "tool_calls_per_question",
+    "tool_errors",
+    "tokens_per_question",
+    "s_per_question",
+]
+TEST_COLUMNS = [
+    "model",
+    "benchmark",
+    "run_a",
+    "run_b",
+    "protocol_a",
+    "protocol_b",
+    "n",
+    "difference",
+    "p_value",
+    "p_holm",
+]
+
+
+def protocol_runs(plan: Plan) -> dict[tuple[str, str], list]:
+    """(model, benchmark) -> the model's runs there whose methods use a QA protocol,
+    for models with at least two protocols on the benchmark."""
+    found: dict[tuple[str, str], list] = {}
+    for run in plan.runs:
+        kind = run.first.method_spec.get("kind")
+        if kind not in PROTOCOLS or run.imported:
+            continue
+        for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
+            if benchmark != GENESETS:
+                found.setdefault((run.model, benchmark), []).append(run)
+    return {
+        key: runs
+        for key, runs in found.items()
+        if len({r.first.method_spec["kind"] for r in runs}) >= 2
+    }
+
+
+def protocol_table(
+    plan: Plan, summary: pd.DataFrame, records: dict[RunTask, list[dict]]
+) -> pd.DataFrame:
+    rows = []
+    for (model, benchmark), runs in protocol_runs(plan).items():
+        for run in runs:
+            tasks = [t for t in run.tasks if t.benchmark == benchmark]
+            of_run = [r for t in tasks for r in records[t]]
+            events = [e for r in of_run for e in r["events"]]
+            tools = [e for e in events if e["type"] == "tool"]
+            tokens = sum(
+                (e["data"].get("prompt_tokens") or 0) + (e["data"].get("completion_tokens") or 0)
+                for e in events
+                if e["type"] == "model"
+            )
+            macro = summary[
+                (summary.model == run.model)
+                & (summary.method == run.method)
+                & (summary.benchmark == benchmark)
+                & (summary.task == "macro")
+                & (summary.metric == METRIC)
+            ]
+            n = len(of_run)
+            rows.append(
+                {
+                    "model": model,
+                    "benchmark": benchmark,
+                    "protocol": PROTOCOLS[run.first.method_spec["kind"]],
+                    "run": run.label,
+                    "extracted": _first(macro, "score"),
+                    "ci_low": _first(macro, "ci_low"),
+                    "ci_high": _first(macro, "ci_high"),
+                    "questions": n,
+                    "errors": sum(r["error"] is not None for r in of_run),
+                    "tool_calls_per_question": round(len(tools) / n, 2) if n else None,
+                    "tool_errors": sum(e["data"].get("error") is not None for e in tools),
+                    "tokens_per_question": round(tokens / n) if n else None,
+                    "s_per_question": (
+                        round(sum(r.get("wall_s") or 0.0 for r in of_run) / n, 2) if n else None
+                    ),
+                }
+            )
+    return pd.DataFrame(rows, columns=PROTOCOL_COLUMNS)
+
+
+def protocol_tests(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
+    """Every pair of one model's protocol runs on a benchmark, tested on the difference
+    of their macro scores over the questions both answered; Holm over all of them."""
+    rows = []
+    for (model, benchmark), runs in protocol_runs(plan).items():
+        tasks = list(
+            dict.fromkeys(t.task for r in runs for t in r.tasks if t.benchmark == benchmark)
+        )
+        for i, a in enumerate(runs):
+            for b in runs[i + 1 :]:
+                score_a, score_b, weights = {}, {}, {}
+                per_task = []
+                for task in tasks:
+                    of_a = scores.get((a.label, task, METRIC), {})
+                    of_b = scores.get((b.label, task, METRIC), {})
+                    shared = set(of_a) & set(of_b)
+                    if shared:
+                        per_task.append((of_a, of_b, shared))
+                for of_a, of_b, shared in per_task:
+                    for q in shared:
+                        score_a[q], score_b[q] = of_a[q], of_b[q]
+                        weights[q] = 1 / (len(per_task) * len(shared))
+                if not weights:
+                    continue
+                test = paired_test(score_a, score_b, weights=weights)
+                rows.append(
+                    {
+                        "model": model,
+                        "benchmark": benchmark,
+                        "run_a": a.label,
+                        "run_b": b.label,
+                        "protocol_a": PROTOCOLS[a.first.method_spec["kind"]],
+                        "protocol_b": PROTOCOLS[b.first.method_spec["kind"]],
+                        "n": test.n,
+                        "difference": round(test.difference, ROUND),
+                        "p_value": round(test.p_value, 4),
+                        "p_holm": None,
+                    }
+                )
+    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
+        row["p_holm"] = round(adjusted, 4)
+    return pd.DataFrame(rows, columns=TEST_COLUMNS)
+
+
+def _first(frame: pd.DataFrame, column: str):
+    return float(frame[column].iloc[0]) if not frame.empty else None
