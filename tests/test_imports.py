@@ -266,7 +266,8 @@ def _custom_source(tmp_path: Path, mirror: Path, items: dict) -> tuple[Path, dic
     """A tiny task_dict source in a mirror of its own (the benchmarks linked in)."""
     own = tmp_path / "mirror"
     (own / "raw.githubusercontent.com").mkdir(parents=True)
-    for owner in ("ncbi", "ncbi-nlp"):  # GeneGPT's and GeneAgent's files
+    # The question table's files: GeneGPT's, GeneAgent's, GeneTuring 2025's, BioRAGent's.
+    for owner in ("ncbi", "ncbi-nlp", "Winnie09", "23AIBox"):
         (own / "raw.githubusercontent.com" / owner).symlink_to(
             mirror / "raw.githubusercontent.com" / owner
         )

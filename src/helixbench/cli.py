@@ -128,14 +128,43 @@ def _compare(args) -> None:
 
 
 def _plan(args) -> None:
-    _, plan = _config_and_plan(args)
+    from .fetch import resolve_mirror
+    from .questions import local_question_table
+    from .report.question_bank import overlap_summary
+    from .runner import answered_by, run_questions
+
+    config, plan = _config_and_plan(args)
+    questions = local_question_table(resolve_mirror(config.get("mirror")))
     for run in plan.runs:
         print(f"{run.model}\t{run.method}\t{run.shards} shard(s)")
+        if questions is None:
+            for task in run.tasks:
+                print(f"\t{task.benchmark}\t{task.task}")
+            continue
+        spec = run.spec()
+        asked = {q.id for _, q in run_questions(questions, spec)}
+        repeats = answered_by(questions, spec)
         for task in run.tasks:
-            print(f"\t{task.benchmark}\t{task.task}")
+            of_task = [q for q in questions if (q.benchmark, q.task) == (task.benchmark, task.task)]
+            ids = {q.id for q in of_task}
+            line = f"\t{task.benchmark}\t{task.task}\t{len(of_task)} questions"
+            if spec.get("sample"):
+                line += f", {len(ids & (asked | set(repeats)))} sampled"
+            shared = sum(q.overlap is not None for q in of_task)
+            if shared:
+                line += f"; {shared} shared with GeneTuring/GeneHop"
+            if ids & set(repeats):
+                line += f", {len(ids & set(repeats))} answered by the same question asked once"
+            print(line)
+        print(f"\t{len(asked)} questions asked")
     for note in plan.notes:
         where = f"{note['model']} / {note['method']} ({note['benchmark']})"
         print(f"{note['level']}: {where}: {note['message']}")
+    if questions is None:
+        print("question counts: the benchmark files are not here yet (no mirror, not fetched)")
+        return
+    for line in overlap_summary(questions):
+        print(f"overlap: {line}")
 
 
 def _recordings(args) -> None:

@@ -1,8 +1,17 @@
-"""GeneTuring, GeneHop and GeneAgent's gene sets as one question table.
+"""GeneTuring, GeneHop, GeneAgent's gene sets, GeneTuring 2025 and BioRAGent's tasks
+as one question table.
 
 Each question has a stable id ``<benchmark>.<task slug>.<index>`` (its position in
 the pinned upstream file), the upstream task name as its label (misspellings
 kept: "Human genome DNA aligment"), and a slug for file names and wildcards.
+
+Benchmark ``geneturing2025`` is GeneTuring's full benchmark as its authors published
+it (Winnie09/GeneTuring, ``GeneGPT/Q&A_dataset.csv``): its ``Module`` column is the
+task, ``Question`` the text as written (completion style), ``Goldstandard`` the gold.
+Benchmark ``bioragent`` is BioRAGent's ``evaluation_task/`` files, one task per CSV
+file named by its file name (``gene_alias``, ``BioASQ_yesno``), the folder as its
+module; rows without a question are left out. Items shared with GeneTuring (2023)
+or GeneHop carry the id of their counterpart (:mod:`helixbench.overlap`).
 
 Benchmark ``genesets`` has one task per GeneAgent dataset (GO, NeST, MSigDB and
 their 3-set toy samples): a question's text is its genes, space-separated, its
@@ -17,10 +26,22 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .jsonfiles import read_json, read_jsonl, read_text
-from .upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, GENEGPT_COMMIT, GENEGPT_REPO, lookup
+from .overlap import link_overlaps
+from .upstream import (
+    BIORAGENT_COMMIT,
+    BIORAGENT_REPO,
+    GENEAGENT_COMMIT,
+    GENEAGENT_REPO,
+    GENEGPT_COMMIT,
+    GENEGPT_REPO,
+    GENETURING2025_COMMIT,
+    GENETURING2025_REPO,
+    listdir,
+    lookup,
+)
 
 # Upstream data files, by benchmark.
 BENCHMARK_FILES = {
@@ -46,9 +67,35 @@ GENESET_FILES = {
 GENESET_DATASET = {task: task.removesuffix(" toy") for task in GENESET_FILES}
 
 
+GENETURING2025_FILE = lookup(GENETURING2025_REPO, "GeneGPT/Q&A_dataset.csv", GENETURING2025_COMMIT)
+# BioRAGent's tasks: every CSV file of evaluation_task/ at the pinned commit, by name.
+BIORAGENT_DIR = "evaluation_task/"
+# Deeper folders first (single-hop tasks, then multi-hop, then the files at the top).
+BIORAGENT_FILES = {
+    PurePosixPath(f.path).stem: f
+    for f in sorted(
+        listdir(BIORAGENT_REPO, BIORAGENT_COMMIT, BIORAGENT_DIR),
+        key=lambda f: (-f.path.count("/"), f.path),
+    )
+    if f.path.endswith(".csv")
+}
+
+
+def bioragent_module(task: str) -> str:
+    """A BioRAGent task's module: the folder its file lies in (``annotation``,
+    ``Multi_hop_Task``), or the file's own name for a file at the top."""
+    folder = PurePosixPath(BIORAGENT_FILES[task].path).parent.name
+    return folder if folder != BIORAGENT_DIR.strip("/") else task
+
+
 def question_files() -> list:
     """Every upstream file the question table is built from."""
-    return [*BENCHMARK_FILES.values(), *(f for f, *_ in GENESET_FILES.values())]
+    return [
+        *BENCHMARK_FILES.values(),
+        *(f for f, *_ in GENESET_FILES.values()),
+        GENETURING2025_FILE,
+        *BIORAGENT_FILES.values(),
+    ]
 
 
 # GeneTuring's tasks grouped by the paper's modules (Table 2 order).
@@ -59,6 +106,27 @@ GENETURING_MODULES = {
     "Sequence alignment": ["Human genome DNA aligment", "Multi-species DNA aligment"],
 }
 GENEHOP_TASKS = ["SNP gene function", "Disease gene location", "sequence gene alias"]
+# GeneTuring 2025's 16 modules grouped as GeneGPT's Table 2 groups GeneTuring, each
+# "programming" variant beside its task, the two sequence tasks in a group of their own.
+GENETURING2025_MODULES = {
+    "Nomenclature": ["Gene alias", "Gene name conversion", "Gene name extraction"],
+    "Genomic location": ["Gene SNP association", "Gene location", "SNP location"],
+    "Functional analysis": [
+        "Gene disease association",
+        "Protein-coding genes",
+        "Gene ontology",
+        "TF regulation",
+    ],
+    "Sequence alignment": [
+        "Human genome DNA aligment",
+        "Human genome DNA aligment programming",
+        "Multi-species DNA aligment",
+        "Multi-species DNA aligment programming",
+    ],
+    "Sequence": ["Amino acid translation", "DNA sequence extraction"],
+}
+# The benchmarks of the question table, in report order.
+BENCHMARKS = ("geneturing", "genehop", "genesets", "geneturing2025", "bioragent")
 
 # The GeneGPT demonstrations are scored test items (reference.md section 2):
 # the demo label for the question text each one reuses.
@@ -79,9 +147,13 @@ def slugify(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
 
 
-def module_of(task: str) -> str | None:
-    """The paper's module for a GeneTuring task, else None."""
-    return next((m for m, tasks in GENETURING_MODULES.items() if task in tasks), None)
+def module_of(task: str, benchmark: str = "geneturing") -> str | None:
+    """A task's module (GeneTuring's as the paper groups them; GeneTuring 2025's; a
+    BioRAGent task's folder), else None."""
+    if benchmark == "bioragent":
+        return bioragent_module(task) if task in BIORAGENT_FILES else None
+    modules = GENETURING2025_MODULES if benchmark == "geneturing2025" else GENETURING_MODULES
+    return next((m for m, tasks in modules.items() if task in tasks), None)
 
 
 @dataclass(frozen=True)
@@ -94,7 +166,19 @@ class Question:
     text: str
     gold: str | list[str]
     demo: str | None = None  # "Dm.1".."Dm.4" when the item is a GeneGPT demonstration
-    source_id: str | None = None  # a gene set's id in its dataset (GO:0032385)
+    source_id: str | None = None  # a gene set's id in its dataset (GO:0032385); BioASQ's id
+    # The GeneTuring (2023) or GeneHop question this one repeats, and how
+    # (helixbench.overlap): "verbatim", "instruction dropped" or "rephrased".
+    overlap_id: str | None = None
+    overlap: str | None = None
+
+    @classmethod
+    def at(cls, benchmark: str, task: str, index: int, text: str, gold, **fields) -> Question:
+        """The question at ``index`` of ``task``, with its stable id and slug."""
+        slug = slugify(task)
+        return cls(
+            f"{benchmark}.{slug}.{index:03d}", benchmark, task, slug, index, text, gold, **fields
+        )
 
     @property
     def genes(self) -> list[str]:
@@ -107,20 +191,9 @@ def load_benchmark(benchmark: str, path: Path) -> list[Question]:
     data = read_json(path)
     questions = []
     for task, items in data.items():
-        slug = slugify(task)
         for index, (text, gold) in enumerate(items.items()):
-            questions.append(
-                Question(
-                    id=f"{benchmark}.{slug}.{index:03d}",
-                    benchmark=benchmark,
-                    task=task,
-                    task_slug=slug,
-                    index=index,
-                    text=text,
-                    gold=gold,
-                    demo=DEMONSTRATION_ITEMS.get((task, text)),
-                )
-            )
+            demo = DEMONSTRATION_ITEMS.get((task, text))
+            questions.append(Question.at(benchmark, task, index, text, gold, demo=demo))
     return questions
 
 
@@ -130,23 +203,47 @@ def load_genesets(task: str, path: Path) -> list[Question]:
     _file, id_column, name_column, genes_column = GENESET_FILES[task]
     text = read_text(path)
     delimiter = "\t" if str(path).endswith(".tsv") else ","
-    slug = slugify(task)
     questions = []
     for index, row in enumerate(csv.DictReader(io.StringIO(text), delimiter=delimiter)):
-        genes = [g for g in re.split(r"[\s,]+", row[genes_column]) if g]
+        genes = " ".join(g for g in re.split(r"[\s,]+", row[genes_column]) if g)
+        name, source_id = row[name_column].strip(), row[id_column]
+        questions.append(Question.at("genesets", task, index, genes, name, source_id=source_id))
+    return questions
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    """A CSV file's rows (a byte-order mark dropped; the unnamed empty column of a
+    trailing comma left out)."""
+    text = read_text(path).lstrip("\ufeff")
+    rows = csv.DictReader(io.StringIO(text))
+    return [{k: v for k, v in row.items() if k} for row in rows]
+
+
+def _table_questions(benchmark: str, rows: list[tuple[str, str, str, str | None]]):
+    """Questions from (task, text, gold, source id) rows, indexed within each task in
+    row order; text and gold lose their outer whitespace (line breaks inside a gold
+    are kept), and a row without a question is left out."""
+    questions, counts = [], {}
+    for task, text, gold, source_id in rows:
+        if not text.strip():
+            continue
+        index = counts[task] = counts.get(task, -1) + 1
         questions.append(
-            Question(
-                id=f"genesets.{slug}.{index:03d}",
-                benchmark="genesets",
-                task=task,
-                task_slug=slug,
-                index=index,
-                text=" ".join(genes),
-                gold=row[name_column].strip(),
-                source_id=row[id_column],
-            )
+            Question.at(benchmark, task, index, text.strip(), gold.strip(), source_id=source_id)
         )
     return questions
+
+
+def load_geneturing2025(path: Path) -> list[Question]:
+    """GeneTuring 2025: one task per ``Module``, in file order."""
+    rows = [(r["Module"], r["Question"], r["Goldstandard"], None) for r in _csv_rows(path)]
+    return _table_questions("geneturing2025", rows)
+
+
+def load_bioragent(task: str, path: Path) -> list[Question]:
+    """One BioRAGent task file (``question, Goldstandard``; BioASQ's also ``id``)."""
+    rows = [(task, r["question"], r["Goldstandard"], r.get("id")) for r in _csv_rows(path)]
+    return _table_questions("bioragent", rows)
 
 
 def load_all(local_path) -> list[Question]:
@@ -156,7 +253,23 @@ def load_all(local_path) -> list[Question]:
         questions += load_benchmark(benchmark, local_path(file))
     for task, (file, *_) in GENESET_FILES.items():
         questions += load_genesets(task, local_path(file))
-    return questions
+    questions += load_geneturing2025(local_path(GENETURING2025_FILE))
+    for task, file in BIORAGENT_FILES.items():
+        questions += load_bioragent(task, local_path(file))
+    return link_overlaps(questions)
+
+
+def local_question_table(mirror: Path | None) -> list[Question] | None:
+    """The question table from the files at hand (the mirror's, else the fetched
+    copies), or None where one is missing: for ``helixbench plan`` before a run."""
+    from .paths import upstream_path
+
+    def local(file) -> Path:
+        return mirror / file.relpath if mirror else Path(upstream_path(file))
+
+    if not all(local(file).is_file() for file in question_files()):
+        return None
+    return load_all(local)
 
 
 def write_question_table(path: Path) -> int:
@@ -191,7 +304,12 @@ def tasks_of(benchmark: str) -> list[str]:
         return list(GENEHOP_TASKS)
     if benchmark == "genesets":
         return list(GENESET_FILES)
-    raise KeyError(f"unknown benchmark {benchmark!r}; known: geneturing, genehop, genesets")
+    if benchmark == "geneturing2025":
+        return [t for tasks in GENETURING2025_MODULES.values() for t in tasks]
+    if benchmark == "bioragent":  # grouped by module, in file order within each
+        modules = dict.fromkeys(bioragent_module(t) for t in BIORAGENT_FILES)
+        return [t for m in modules for t in BIORAGENT_FILES if bioragent_module(t) == m]
+    raise KeyError(f"unknown benchmark {benchmark!r}; known: {', '.join(BENCHMARKS)}")
 
 
 def is_sample(task: str) -> bool:

@@ -78,6 +78,8 @@ def recorded_runs(recording: str, benchmark: str, mask: str | None) -> list[Reco
         spec = RECORDINGS[recording]
     except KeyError:
         raise KeyError(f"unknown recording {recording!r}; known: {', '.join(RECORDINGS)}") from None
+    if benchmark not in spec["dirs"]:  # a benchmark upstream never ran
+        return []
     prefix = spec["dirs"][benchmark]
     known = set(tasks_of(benchmark))
     runs = []

@@ -16,6 +16,7 @@ from pathlib import Path
 from .digests import sha256_json, sha256_text
 from .methods import TaskContext, prepare
 from .models import ModelError, backend, create_model
+from .overlap import ASKED_ONCE
 from .questions import Question, is_sample, read_questions
 from .recordings import RecordingReader
 from .scoring import Scorers
@@ -25,8 +26,27 @@ log = logging.getLogger("helixbench.run")
 
 
 def run_questions(questions: list[Question], spec: dict) -> list[tuple[dict, Question]]:
-    """Every (task spec, question) of the run, task by task in plan order, each task
-    cut to its ``sample`` if the run names one."""
+    """Every (task spec, question) the run asks, task by task in plan order, each task
+    cut to its ``sample`` if the run names one. A question that repeats another of the
+    run word for word (:data:`helixbench.overlap.ASKED_ONCE`) is not asked again: its
+    counterpart's answer is scored for it (:func:`answered_by`)."""
+    chosen = _covered(questions, spec)
+    ids = {q.id for _, q in chosen}
+    return [(t, q) for t, q in chosen if not _asked_as(q, ids)]
+
+
+def answered_by(questions: list[Question], spec: dict) -> dict[str, str]:
+    """Question id -> the id of the question of the same run whose answer it takes."""
+    chosen = _covered(questions, spec)
+    ids = {q.id for _, q in chosen}
+    return {q.id: q.overlap_id for _, q in chosen if _asked_as(q, ids)}
+
+
+def _asked_as(question: Question, ids: set[str]) -> bool:
+    return question.overlap in ASKED_ONCE and question.overlap_id in ids
+
+
+def _covered(questions: list[Question], spec: dict) -> list[tuple[dict, Question]]:
     by_task: dict[tuple[str, str], list[Question]] = {}
     for q in questions:
         by_task.setdefault((q.benchmark, q.task), []).append(q)
@@ -52,8 +72,10 @@ def shard_questions(
 
 def sample_questions(questions: list[Question], n: int) -> list[Question]:
     """A fixed pseudo-random choice of ``n`` questions (by the digest of their ids), in
-    question order: the same sample on every machine, for every model."""
-    chosen = sorted(questions, key=lambda q: sha256_text(q.id))[:n]
+    question order: the same sample on every machine, for every model. An item shared
+    with GeneTuring or GeneHop is drawn by its counterpart's id, so samples of two
+    benchmarks take the same shared items (asked once, compared pairwise)."""
+    chosen = sorted(questions, key=lambda q: sha256_text(q.overlap_id or q.id))[:n]
     return sorted(chosen, key=lambda q: q.index)
 
 
@@ -193,28 +215,34 @@ def score_run(
     # The default background of the percentile scorer: every name of the three datasets.
     names = sorted({q.gold for q in every if q.benchmark == "genesets" and not is_sample(q.task)})
     scorers = Scorers(scoring, scorer_models, model_cache, candidates=names)
+    records = [record for path in shard_paths for record in read_records(path)]
+    by_id = {record["question_id"]: record for record in records}
+    # A question asked once for two benchmarks: its answer scored against each gold.
+    for question_id, asked in answered_by(every, spec).items():
+        if asked in by_id:
+            records.append({**by_id[asked], "question_id": question_id, "answered_as": asked})
     rows = []
-    for path in shard_paths:
-        for record in read_records(path):
-            question = questions[record["question_id"]]
-            for name, scorer in scorers.for_task(question.task):
-                score = scorer(question.task, record["answer"], question.gold, question.text)
-                if score is None:
-                    continue
-                rows.append(
-                    {
-                        "question_id": question.id,
-                        "index": question.index,
-                        "model": spec["model"],
-                        "method": spec["method"],
-                        "benchmark": question.benchmark,
-                        "task": question.task,
-                        "metric": name,
-                        "score": score,
-                        "demo": question.demo,
-                        "error": record["error"],
-                    }
-                )
+    for record in records:
+        question = questions[record["question_id"]]
+        for name, scorer in scorers.for_task(question.task):
+            score = scorer(question.task, record["answer"], question.gold, question.text)
+            if score is None:
+                continue
+            rows.append(
+                {
+                    "question_id": question.id,
+                    "index": question.index,
+                    "model": spec["model"],
+                    "method": spec["method"],
+                    "benchmark": question.benchmark,
+                    "task": question.task,
+                    "metric": name,
+                    "score": score,
+                    "demo": question.demo,
+                    "error": record["error"],
+                    "answered_as": record.get("answered_as"),
+                }
+            )
     rows.sort(key=lambda r: (r["benchmark"], r["task"], r["metric"], r["index"]))
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,12 @@ GENEGPT_REPO = "ncbi/GeneGPT"
 GENEGPT_COMMIT = "0a2a327a507be49e660597769cc53431abd6613a"
 GENEAGENT_REPO = "ncbi-nlp/GeneAgent"
 GENEAGENT_COMMIT = "88fd1adb40dce9545bde5b904ef3a628c09d747c"
+# GeneTuring's own full benchmark (2025) and BioRAGent's evaluation tasks: neither
+# repository states a licence, so they are fetched at these commits, never copied.
+GENETURING2025_REPO = "Winnie09/GeneTuring"
+GENETURING2025_COMMIT = "4bc94391321991125bddfe0a726f35b87495fd6f"
+BIORAGENT_REPO = "23AIBox/BioRAGent"
+BIORAGENT_COMMIT = "3a4c66f91b50c6d1451c37e322e596be76b6ad85"
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ class OpenAIServerState:
     # ``hold_s`` seconds so that concurrent ones overlap.
     pool_chars: int | None = None
     hold_s: float = 0.0
+    # An oracle: a prompt whose last message is a key here is answered "Answer: <value>".
+    answers: dict = field(default_factory=dict)
     in_flight: int = 0
     overflows: int = 0
 
@@ -133,6 +135,8 @@ class _Handler(QuietHandler):
                 for i, (name, arguments) in enumerate(text["tool_calls"])
             ]
             text = ""
+        if text is None and prompt.strip() in self.state.answers:
+            text = "Answer: " + self.state.answers[prompt.strip()]
         if text is None:
             text = "Answer: " + prompt.rstrip("\n").rsplit("\n", 1)[-1]
         text, finish = _decode(text, body.get("stop") or [], body.get("max_tokens") or 16)

@@ -11,7 +11,8 @@
   the question stops (``numError``, as GeneGPT's loop records it).
 - ``no-tools``: the same questions and answer contract, no functions: one call.
 
-The answer is the reply's last ``Answer:`` line (the contract), else the reply.
+The answer is the reply from its last line that starts with ``Answer:`` (the
+contract; the lines after it belong to the answer), else the reply.
 
 Options, each a method setting, so each can be ablated like GeneGPT's mask:
 ``tool_docs`` (the functions' descriptions in their schemas; off: names only),
@@ -54,9 +55,10 @@ WITH_TOOLS = (
     "sequences. Call them as often as you need, one question at a time, then answer. "
 )
 CONTRACT = (
-    "Write the final answer as the last line of your reply, as 'Answer: <answer>', with the "
-    "answer alone: a gene symbol, gene symbols separated by commas, a chromosome (chr8), a "
-    "location (chr8:100-200), Yes or No, or a species."
+    "End your reply with the final answer, as 'Answer: <answer>', with the answer alone: a "
+    "gene symbol, gene symbols separated by commas, a chromosome (chr8), a location "
+    "(chr8:100-200), Yes or No, a species, a sequence, or, where the question asks for a "
+    "function or a definition, a sentence or two."
 )
 
 
@@ -144,10 +146,12 @@ class FunctionCalling:
 
 
 def final_answer(text: str) -> str:
-    """The reply's last ``Answer:`` line (the contract), else the reply as it is."""
+    """The reply from its last line that starts with ``Answer:`` (the contract; the
+    lines after it belong to the answer: a definition may run over several), else the
+    reply as it is."""
     lines = [line.strip() for line in (text or "").strip().splitlines()]
-    answers = [line for line in lines if line.lower().startswith("answer:")]
-    return answers[-1] if answers else (text or "").strip()
+    starts = [i for i, line in enumerate(lines) if line.lower().startswith("answer:")]
+    return "\n".join(lines[starts[-1] :]) if starts else (text or "").strip()
 
 
 def demonstration_turns(snapshot: Snapshot) -> tuple[dict, ...]:

@@ -26,6 +26,14 @@ from .markdown import _markdown
 from .operations import cost_table, error_table, model_error_notes, replay_table
 from .protocols import protocol_table, protocol_tests
 from .provenance import provenance
+from .question_bank import (
+    CITATIONS,
+    bank_layout,
+    bank_leaderboard,
+    bank_table,
+    overlap_golds,
+    overlap_table,
+)
 from .records import load_records, load_scores, primary_metric, score_index
 from .scores import score_table
 
@@ -59,6 +67,24 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     protocols.to_csv(out_dir / "protocols.csv", index=False)
     tests = protocol_tests(plan, index)
     tests.to_csv(out_dir / "protocol_tests.csv", index=False)
+    bank = bank_table(plan, scores)
+    bank.to_csv(out_dir / "question_bank.csv", index=False)
+    bank_board = bank_leaderboard(plan, scores, questions)
+    bank_board.to_csv(out_dir / "question_bank_leaderboard.csv", index=False)
+    overlap = overlap_table(questions)
+    overlap.to_csv(out_dir / "overlap.csv", index=False)
+    golds = overlap_golds(questions)
+    golds.to_csv(out_dir / "overlap_golds.csv", index=False)
+    # The question bank's section: for the newer benchmarks a run covers.
+    covered = [b for b in CITATIONS if any(t.benchmark == b for t in plan.tasks)]
+    bank_section = {
+        "benchmarks": [
+            {"name": b, "citation": CITATIONS[b], "layout": bank_layout(bank, b)} for b in covered
+        ],
+        "leaderboard": bank_board,
+        "overlap": overlap[overlap.benchmark.isin(covered)],
+        "golds": golds[golds.benchmark.isin(covered)],
+    }
     taxonomy, labels = error_types(plan, records, index, questions)
     taxonomy.to_csv(out_dir / "taxonomy.csv", index=False)
     table4 = table4_agreement(plan, taxonomy)
@@ -96,6 +122,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "imports": imports,
         "imported": imported,
         "genesets": genesets,
+        "bank": bank_section if covered else None,
     }
     notes = plan.notes + model_error_notes(plan, records)
     (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
@@ -123,11 +150,18 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
                 "ablation": html_table(ablation),
                 "genehop": html_table(hop),
                 "genesets": html_table(genesets) if not genesets.empty else None,
+                "bank_leaderboard": html_table(bank_board) if covered else None,
+                "overlap": html_table(bank_section["overlap"]) if covered else None,
+                "overlap_golds": html_table(bank_section["golds"]) if covered else None,
                 "taxonomy": html_table(taxonomy),
                 "table4": html_table(pd.DataFrame(table4["rows"])) if table4 else None,
                 "cost": html_table(costs),
                 "errors": html_table(errors),
             },
+            "bank": [
+                {"name": b["name"], "citation": b["citation"], "table": html_table(b["layout"])}
+                for b in bank_section["benchmarks"]
+            ],
             "table4": table4,
             "comparisons_shown": len(shown_comparisons(comparisons)),
             "replay_hits": int(replay.hits.sum()) if not replay.empty else 0,

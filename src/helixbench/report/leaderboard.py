@@ -1,15 +1,20 @@
 """Leaderboards, one per family of benchmarks, each by its own primary metric: the
 question-answering benchmarks (GeneTuring, GeneHop) by the macro score on extracted
 answers (``leaderboard.csv``); the gene sets by embedding similarity to the curated
-name, ROUGE-L beside it (``genesets_leaderboard.csv``)."""
+name, ROUGE-L beside it (``genesets_leaderboard.csv``); GeneTuring 2025 and BioRAGent,
+whose tasks have scorers of their own, by the macro of each task's primary score
+(:mod:`.question_bank`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from ..overlap import NEWER
 from ..plan import Plan
 
 GENESETS = "genesets"
+# Benchmarks ranked on a leaderboard of their own, not on the QA leaderboard.
+OWN_LEADERBOARD = frozenset({GENESETS, *NEWER})
 
 LEADERBOARD_COLUMNS = [
     "run",
@@ -45,7 +50,7 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
     rows = []
     for run in plan.runs:
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
-            if benchmark == GENESETS:  # the gene sets' own leaderboard
+            if benchmark in OWN_LEADERBOARD:
                 continue
             sel = summary[
                 (summary.model == run.model)

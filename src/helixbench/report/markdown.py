@@ -94,6 +94,36 @@ def _protocols_text(protocols: pd.DataFrame) -> str:
     return shown.drop(columns="ci_high").to_markdown(index=False, disable_numparse=True)
 
 
+def _bank_text(bank: dict | None) -> str:
+    """The question bank's section (GeneTuring 2025, BioRAGent), where a run covers it."""
+    if bank is None:
+        return ""
+    parts = [
+        "## Question bank: GeneTuring 2025 and BioRAGent\n"
+        "Each task scored by its primary scorer (config/README.md, `scoring`), with its 95% "
+        "bootstrap interval; `macro` is the mean of the task means. In the leaderboard, "
+        "`shared` covers the items that repeat a GeneTuring (2023) or GeneHop question, "
+        "`new` the rest, and `original` is the same run's macro on those repeated items' "
+        "counterparts, where it ran them.\n\n" + _table(bank["leaderboard"])
+    ]
+    for benchmark in bank["benchmarks"]:
+        parts.append(
+            f"### {benchmark['name']}\n{benchmark['citation']}.\n\n" + _table(benchmark["layout"])
+        )
+    parts.append(
+        "### Overlap with GeneTuring (2023) and GeneHop\n"
+        "Verbatim: the same text once whitespace is collapsed (asked once when a run covers "
+        "both); instruction dropped: a GeneHop question without its closing instruction "
+        "(asked once too); rephrased: the same entity in the task of the same name "
+        "(helixbench.overlap). Each item keeps its own gold.\n\n" + _table(bank["overlap"])
+    )
+    parts.append(
+        "Items whose gold differs from their counterpart's (`same_items`: the same items, "
+        "written differently):\n\n" + _table(bank["golds"])
+    )
+    return "\n\n".join(parts) + "\n\n"
+
+
 def _table(frame: pd.DataFrame) -> str:
     return frame.to_markdown(index=False, disable_numparse=True) if not frame.empty else "none"
 
@@ -230,7 +260,7 @@ resamples, seed 0) and `p_holm`, Holm's correction over these
 
 {_table(tables["protocol_tests"])}
 
-## Error types (Table 4)
+{_bank_text(tables["bank"])}## Error types (Table 4)
 Wrong answers typed automatically (E1-E4, O; rules in `helixbench.taxonomy`); F:
 right once extracted from a wordy final text, wrong only as formatted.
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..plan import Plan, RunTask
 from ..stats import holm, paired_test
-from .leaderboard import GENESETS
+from .leaderboard import OWN_LEADERBOARD
 from .records import ScoreIndex
 from .scores import ROUND
 
@@ -68,7 +68,7 @@ def protocol_runs(plan: Plan) -> dict[tuple[str, str], list]:
         if kind not in PROTOCOLS or run.imported:
             continue
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
-            if benchmark != GENESETS:
+            if benchmark not in OWN_LEADERBOARD:  # the QA leaderboard's benchmarks
                 found.setdefault((run.model, benchmark), []).append(run)
     return {
         key: runs

@@ -16,6 +16,15 @@ Which scorers score a task comes from the config's ``scoring`` section:
   final text, never below ``genegpt`` on the text as given (:mod:`.extract`);
   ``model_extracted``: the same with a model from the registry as the extractor
   (``scoring.extractor.model``).
+- ``sequence_exact``, ``sequence_identity``: a sequence answer, exactly and by global
+  alignment identity (:mod:`.sequence`).
+- ``list_recall``, ``list_precision``: a list answer against the gold list;
+  ``names_recall``, ``names_precision``, ``names_f1``: gene and protein names found
+  in a sentence, ``No gene`` handled (:mod:`.lists`).
+- ``tf_label``: Activation / Repression; ``yes_no``: a yes/no label (:mod:`.labels`).
+
+GeneTuring 2025's and BioRAGent's tasks that ask what a GeneTuring task asks take its
+rules in ``genegpt``, ``strict`` and ``extracted`` (:data:`.genegpt.SAME_RULES`).
 """
 
 from __future__ import annotations
@@ -24,6 +33,9 @@ from collections.abc import Callable
 
 from .extract import extract_answer
 from .genegpt import genegpt_score
+from .labels import tf_label, yes_no
+from .lists import list_precision, list_recall, names_f1, names_precision, names_recall
+from .sequence import sequence_exact, sequence_identity
 from .strict import alias_recall, strict_score
 from .text import ROUGE_TYPES, EmbeddingScorer, PercentileScorer, rouge_scorer_for
 
@@ -60,11 +72,22 @@ PLAIN_SCORERS: dict[str, Scorer] = {
     "strict": strict_score,
     "alias_recall": alias_recall,
     **{name: rouge_scorer_for(name) for name in ROUGE_TYPES},
+    "sequence_exact": sequence_exact,
+    "sequence_identity": sequence_identity,
+    "list_recall": list_recall,
+    "list_precision": list_precision,
+    "names_recall": names_recall,
+    "names_precision": names_precision,
+    "names_f1": names_f1,
+    "tf_label": tf_label,
+    "yes_no": yes_no,
 }
 SCORER_NAMES = (*PLAIN_SCORERS, "embedding", "percentile", "judge", "model_extracted")
 # Scorers whose score says right (1) or wrong (below 1); the others grade a free text.
 CORRECTNESS_SCORERS = frozenset(
     {"genegpt", "extracted", "model_extracted", "strict", "alias_recall", "judge"}
+    | {"sequence_exact", "list_recall", "list_precision", "tf_label", "yes_no"}
+    | {"names_recall", "names_precision", "names_f1"}
 )
 # Scorers that ask a model of the registry, and the scoring key naming it.
 MODEL_SCORERS = {"judge": "judge", "model_extracted": "extractor"}
@@ -81,6 +104,36 @@ DEFAULT_SCORING = {
             task: ["embedding", "rougeL", "rouge1", "rouge2", "percentile"]
             for task in ("GO", "NeST", "MSigDB", "GO toy", "NeST toy", "MSigDB toy")
         },
+        # GeneTuring 2025 beyond GeneTuring's tasks (those, and their "programming"
+        # variants, take the default: GeneTuring's rules).
+        "Gene name extraction": ["names_f1", "names_recall", "names_precision"],
+        "Gene ontology": ["rougeL", "embedding"],
+        "TF regulation": ["tf_label"],
+        "Amino acid translation": ["sequence_exact", "sequence_identity"],
+        "DNA sequence extraction": ["sequence_exact", "sequence_identity"],
+        # BioRAGent: its copies of GeneTuring tasks take the default; lists add recall
+        # and precision; free texts as GeneHop's SNP gene function.
+        **{
+            task: ["genegpt", "extracted", "strict", "list_recall", "list_precision"]
+            for task in (
+                "gene_disease_association",
+                "disease_gene_location",
+                "phenotype_gene_location",
+            )
+        },
+        "phenotype_gene_association": ["list_recall", "list_precision"],
+        "phenotype_disease_association": ["list_recall", "list_precision"],
+        **{
+            task: ["rougeL", "embedding"]
+            for task in (
+                "gene_function",
+                "protein_function",
+                "disease_definition",
+                "phenotype_definition",
+                "SNP_gene_function",
+            )
+        },
+        "BioASQ_yesno": ["yes_no"],
     },
 }
 

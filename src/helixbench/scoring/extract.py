@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 
-from .genegpt import LOCATION_TASKS, SPECIES, normalise
+from .genegpt import LOCATION_TASKS, SPECIES, normalise, rules_of
 
 SYMBOL_TASKS = {"Gene alias", "Gene name conversion", "Gene SNP association"}
 TASK_TYPES = {
@@ -103,9 +103,14 @@ def answer_text(text: str) -> str:
     return EMPHASIS.sub("", body).strip()
 
 
+def task_type(task: str) -> str | None:
+    """A task's answer type (a newer benchmark's task: that of the task whose rules it takes)."""
+    return TASK_TYPES.get(rules_of(task))
+
+
 def is_bare(task: str, text: str) -> bool:
     """Whether ``text`` is already in its task's bare form (see the module docstring)."""
-    kind = TASK_TYPES.get(task)
+    kind = task_type(task)
     body = text.strip().replace("Answer: ", "")
     if kind == "chromosome":
         return bool(BARE_CHROMOSOME.match(normalise(task, text)))
@@ -128,7 +133,7 @@ def extract_answer(task: str, text: str | None, question: str = "") -> str | Non
     """The answer in ``text`` for ``task``, in the bare form GeneGPT's scorer expects."""
     if not text or is_bare(task, text):
         return text
-    kind, body = TASK_TYPES[task], answer_text(text)
+    kind, body = task_type(task), answer_text(text)
     found = _EXTRACTORS[kind](body, question)
     return found if found else text
 
@@ -251,7 +256,7 @@ class ModelExtractor:
         if not text or is_bare(task, text):
             return text
         prompt = EXTRACT_PROMPT.format(
-            form=FORMS[TASK_TYPES[task]], question=question, answer=text.strip()
+            form=FORMS[task_type(task)], question=question, answer=text.strip()
         )
         reply = ask(self.model, prompt, question, "extract", self.max_tokens).strip()
         return text if not reply or reply.upper() == "NONE" else reply

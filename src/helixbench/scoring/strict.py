@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from .genegpt import LIST_TASKS, LOCATION_TASKS, SCORED_TASKS, SPECIES
+from .genegpt import LIST_TASKS, LOCATION_TASKS, SCORED_TASKS, SPECIES, rules_of
 
 ANSWER_PREFIX = re.compile(r"^\s*answer\s*:\s*", re.IGNORECASE)
 LIST_SEPARATORS = re.compile(r"\s*(?:[,;]|\band\b)\s*")
@@ -44,6 +44,7 @@ def split_list(text: str) -> list[str]:
 
 
 def strict_score(task: str, answer: str | None, gold, question: str = "") -> float | None:
+    task = rules_of(task)
     if task not in SCORED_TASKS:
         return None
     text = normalise_text(answer)

@@ -3,7 +3,8 @@ function): ROUGE with the ``rouge-score`` package and embedding cosine similarit
 with ``sentence-transformers``.
 
 Both clean the texts as GeneAgent does (reference.md section 5): parenthesised text
-removed, ``/ , " -`` turned into spaces. ROUGE uses Porter stemming and reports the
+removed, ``/ , " -`` turned into spaces; an answer's leading ``Answer:`` (the answer
+contract's marker, not its content) is dropped first. ROUGE uses Porter stemming and reports the
 F-measure. An empty answer scores 0.
 """
 
@@ -13,9 +14,16 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from .strict import ANSWER_PREFIX
+
 PARENTHESISED = re.compile(r"\([^()]*\)")
 PUNCTUATION = re.compile(r'[/,"\-]')
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+
+
+def answer_text(answer: str | None) -> str:
+    """An answer cleaned for comparison: its leading ``Answer:`` dropped, then cleaned."""
+    return clean_text(ANSWER_PREFIX.sub("", answer or ""))
 
 
 def clean_text(text: str) -> str:
@@ -35,7 +43,7 @@ def rouge_scorer_for(rouge_type: str):
     def score(task: str, answer: str | None, gold, question: str = "") -> float | None:
         if not isinstance(gold, str):
             return None
-        prediction = clean_text(answer or "")
+        prediction = answer_text(answer)
         if not prediction:
             return 0.0
         return _rouge().score(clean_text(gold), prediction)[rouge_type].fmeasure
@@ -106,7 +114,7 @@ class EmbeddingScorer:
     def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
         if not isinstance(gold, str):
             return None
-        prediction = clean_text(answer or "")
+        prediction = answer_text(answer)
         if not prediction:
             return 0.0
         vectors = self.model().encode(

@@ -1,0 +1,299 @@
+"""GeneTuring 2025 and BioRAGent in the report: one table per benchmark in the
+paper's layout (module, task, each run's score with its interval), a leaderboard per
+benchmark with the shared and the new items apart, and the overlap with GeneTuring
+(2023) and GeneHop.
+
+Each task is scored by its primary scorer (the first of its ``scoring`` list); a
+run's macro is the mean of its task means, with an interval that resamples within
+each task. "Shared" items are those with a GeneTuring or GeneHop counterpart
+(:mod:`helixbench.overlap`), "new" the rest; ``original`` is the same run's macro
+on the counterparts of the shared items it answered, where it ran them: a reader
+sees whether a model does as well on the old items as posed anew.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from ..overlap import NEWER, collapse
+from ..plan import Plan
+from ..questions import Question, module_of, tasks_of
+from ..scoring.lists import gold_items, separator_of
+from ..stats import bootstrap_macro, bootstrap_mean
+from ..upstream import BIORAGENT_COMMIT, BIORAGENT_REPO, GENETURING2025_COMMIT, GENETURING2025_REPO
+from .records import primary_metric
+from .scores import ROUND
+
+BANK_COLUMNS = [
+    "benchmark",
+    "module",
+    "task",
+    "run",
+    "metric",
+    "n",
+    "score",
+    "ci_low",
+    "ci_high",
+]
+BANK_LEADERBOARD_COLUMNS = [
+    "run",
+    "benchmark",
+    "macro",
+    "ci_low",
+    "ci_high",
+    "tasks",
+    "answers",
+    "shared",
+    "shared_n",
+    "new",
+    "new_n",
+    "original",
+    "original_n",
+]
+OVERLAP_COLUMNS = [
+    "benchmark",
+    "module",
+    "task",
+    "questions",
+    "verbatim",
+    "instruction_dropped",
+    "rephrased",
+    "new",
+    "counterpart_tasks",
+    "differing_golds",
+]
+# Where the newer benchmarks come from, for the report's citations.
+CITATIONS = {
+    "geneturing2025": (
+        "GeneTuring 2025: Shang, Xu, Ji and Hou, Benchmarking large language models for "
+        "genomic knowledge with GeneTuring, bioRxiv 2025 (10.1101/2023.03.11.532238v2); "
+        f"{GENETURING2025_REPO} @ {GENETURING2025_COMMIT[:12]}, GeneGPT/Q&A_dataset.csv"
+    ),
+    "bioragent": (
+        f"BioRAGent's evaluation tasks: {BIORAGENT_REPO} @ {BIORAGENT_COMMIT[:12]}, "
+        "evaluation_task/ (BioASQ_yesno.csv: a subset of BioASQ Task B yes/no questions)"
+    ),
+}
+
+
+def _primary(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
+    """The per-question scores of the newer benchmarks on each task's primary metric."""
+    sel = scores[scores.benchmark.isin(NEWER)]
+    if sel.empty:
+        return sel
+    wanted = {task: primary_metric(plan, task) for task in sel.task.unique()}
+    return sel[sel.metric == sel.task.map(wanted)]
+
+
+def bank_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per benchmark, task and run (module order), and a macro row per run."""
+    primary = _primary(plan, scores)
+    rows = []
+    for benchmark in NEWER:
+        of_benchmark = primary[primary.benchmark == benchmark]
+        for run in dict.fromkeys(of_benchmark.run):
+            per_task = {}
+            for task in tasks_of(benchmark):
+                sel = of_benchmark[(of_benchmark.run == run) & (of_benchmark.task == task)]
+                if sel.empty:
+                    continue
+                per_task[task] = list(sel.score)
+                interval = bootstrap_mean(sel.score)
+                rows.append(
+                    {
+                        "benchmark": benchmark,
+                        "module": module_of(task, benchmark),
+                        "task": task,
+                        "run": run,
+                        "metric": sel.metric.iloc[0],
+                        "n": len(sel),
+                        "score": interval.mean,
+                        "ci_low": interval.low,
+                        "ci_high": interval.high,
+                    }
+                )
+            macro = bootstrap_macro(per_task)
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "module": "",
+                    "task": "macro",
+                    "run": run,
+                    "metric": "primary",
+                    "n": len(per_task),
+                    "score": macro.mean,
+                    "ci_low": macro.low,
+                    "ci_high": macro.high,
+                }
+            )
+    table = pd.DataFrame(rows, columns=BANK_COLUMNS)
+    for column in ("score", "ci_low", "ci_high"):
+        table[column] = table[column].astype(float).round(ROUND)
+    return table
+
+
+def bank_layout(table: pd.DataFrame, benchmark: str) -> pd.DataFrame:
+    """The paper's layout of one benchmark: module, task, metric, then a column per run
+    holding ``score [low, high]``."""
+    sel = table[table.benchmark == benchmark]
+    if sel.empty:
+        return pd.DataFrame()
+    cell = sel.assign(
+        value=[
+            f"{s:.2f} [{lo:.2f}, {hi:.2f}]"
+            for s, lo, hi in zip(sel.score, sel.ci_low, sel.ci_high, strict=True)
+        ]
+    )
+    wide = cell.pivot_table(
+        index=["module", "task", "metric"], columns="run", values="value", aggfunc="first"
+    ).reset_index()
+    order = {task: i for i, task in enumerate([*tasks_of(benchmark), "macro"])}
+    wide = wide.sort_values("task", key=lambda s: s.map(order)).reset_index(drop=True)
+    wide.columns.name = None
+    return wide[["module", "task", "metric", *dict.fromkeys(sel.run)]]
+
+
+def bank_leaderboard(
+    plan: Plan, scores: pd.DataFrame, questions: dict[str, Question]
+) -> pd.DataFrame:
+    """Per benchmark, its runs best first by macro: the shared and the new items'
+    macros apart, and the same run's macro on the shared items' counterparts."""
+    primary = _primary(plan, scores)
+    originals = scores[scores.question_id.isin({q.overlap_id for q in questions.values()})]
+    rows = []
+    for (run, benchmark), sel in primary.groupby(["run", "benchmark"], sort=False):
+        shared = sel.question_id.map(lambda i: questions[i].overlap_id is not None)
+        macro = bootstrap_macro(_by_task(sel))
+        counterparts = {questions[i].overlap_id for i in sel.question_id[shared]}
+        theirs = originals[(originals.run == run) & originals.question_id.isin(counterparts)]
+        theirs = theirs[theirs.metric == theirs.task.map(lambda t: primary_metric(plan, t))]
+        rows.append(
+            {
+                "run": run,
+                "benchmark": benchmark,
+                "macro": macro.mean,
+                "ci_low": macro.low,
+                "ci_high": macro.high,
+                "tasks": sel.task.nunique(),
+                "answers": len(sel),
+                **_part("shared", sel[shared]),
+                **_part("new", sel[~shared]),
+                **_part("original", theirs),
+            }
+        )
+    table = pd.DataFrame(rows, columns=BANK_LEADERBOARD_COLUMNS)
+    if table.empty:
+        return table
+    for column in ("macro", "ci_low", "ci_high", "shared", "new", "original"):
+        table[column] = table[column].astype(float).round(ROUND)
+    return table.sort_values(["benchmark", "macro"], ascending=[True, False]).reset_index(drop=True)
+
+
+def _by_task(frame: pd.DataFrame) -> dict[str, list[float]]:
+    return {task: list(group.score) for task, group in frame.groupby("task")}
+
+
+def _part(name: str, frame: pd.DataFrame) -> dict:
+    """The macro of a part of a run's answers (None where the part is empty)."""
+    if frame.empty:
+        return {name: None, f"{name}_n": 0}
+    per_task = _by_task(frame)
+    return {name: sum(map(_mean, per_task.values())) / len(per_task), f"{name}_n": len(frame)}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def overlap_table(questions: dict[str, Question]) -> pd.DataFrame:
+    """Per task of the newer benchmarks: its questions, how many repeat a GeneTuring
+    (2023) or GeneHop item by each rule, how many are new, and differing golds."""
+    every = list(questions.values())
+    differing = pd.Series([r["question_id"] for r in gold_differences(every)], dtype=str)
+    differing_tasks = differing.map(lambda i: (questions[i].benchmark, questions[i].task))
+    rows = []
+    for benchmark in NEWER:
+        for task in tasks_of(benchmark):
+            of_task = [q for q in every if q.benchmark == benchmark and q.task == task]
+            kinds = pd.Series([q.overlap for q in of_task], dtype=object)
+            counterparts = sorted({questions[q.overlap_id].task for q in of_task if q.overlap_id})
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "module": module_of(task, benchmark),
+                    "task": task,
+                    "questions": len(of_task),
+                    "verbatim": int((kinds == "verbatim").sum()),
+                    "instruction_dropped": int((kinds == "instruction dropped").sum()),
+                    "rephrased": int((kinds == "rephrased").sum()),
+                    "new": int(kinds.isna().sum()),
+                    "counterpart_tasks": ", ".join(counterparts),
+                    "differing_golds": int((differing_tasks == (benchmark, task)).sum()),
+                }
+            )
+    return pd.DataFrame(rows, columns=OVERLAP_COLUMNS)
+
+
+def overlap_golds(questions: dict[str, Question]) -> pd.DataFrame:
+    """Every shared item whose gold differs from its counterpart's, both golds given."""
+    return pd.DataFrame(
+        gold_differences(list(questions.values())),
+        columns=[
+            "question_id",
+            "benchmark",
+            "task",
+            "overlap_id",
+            "overlap",
+            "gold",
+            "original_gold",
+            "same_items",
+        ],
+    )
+
+
+def gold_differences(questions: list) -> list[dict]:
+    """Every repeated item whose gold is not its counterpart's (after collapsing
+    whitespace; a list compared item by item, in order): both golds, and whether they
+    hold the same items."""
+    by_id = {q.id: q for q in questions}
+    rows = []
+    for q in questions:
+        if not q.overlap_id:
+            continue
+        original = by_id[q.overlap_id]
+        separator = separator_of(q.task)
+        ours, theirs = gold_items(q.gold, separator), gold_items(original.gold, separator)
+        if [collapse(g) for g in ours] == [collapse(g) for g in theirs]:
+            continue
+        rows.append(
+            {
+                "question_id": q.id,
+                "benchmark": q.benchmark,
+                "task": q.task,
+                "overlap_id": original.id,
+                "overlap": q.overlap,
+                "gold": collapse(", ".join(ours)),
+                "original_gold": collapse(", ".join(theirs)),
+                "same_items": set(ours) == set(theirs),
+            }
+        )
+    return rows
+
+
+def overlap_summary(questions: list) -> list[str]:
+    """One line per newer benchmark: its questions, how many repeat an older item
+    (by rule) and how many are new, and the differing golds."""
+    differing = Counter(row["benchmark"] for row in gold_differences(questions))
+    lines = []
+    for benchmark in NEWER:
+        of_benchmark = [q for q in questions if q.benchmark == benchmark]
+        kinds = Counter(q.overlap for q in of_benchmark if q.overlap)
+        shared = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        new = len(of_benchmark) - sum(kinds.values())
+        lines.append(
+            f"{benchmark}: {len(of_benchmark)} questions; shared with GeneTuring (2023) or "
+            f"GeneHop: {shared or 'none'}; new: {new}; differing golds: {differing[benchmark]}"
+        )
+    return lines

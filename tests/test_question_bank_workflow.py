@@ -1,0 +1,142 @@
+"""GeneTuring 2025 and BioRAGent through the workflow, offline from the mirror: an
+oracle model (a loopback OpenAI-compatible server answering each question with its
+gold) under no tools and function calling, and a completions model under GeneGPT's
+text protocol, over one question of every task; repeated questions asked once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helixbench.questions import load_all
+
+from .support.openai_server import OpenAIServer
+from .test_workflow import read_csv, snakemake
+
+
+@pytest.fixture(scope="module")
+def every_question(mirror):
+    return load_all(lambda file: mirror / file.relpath)
+
+
+@pytest.mark.workflow
+def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_question):
+    with OpenAIServer() as oracle, OpenAIServer() as echo:
+        oracle.state.answers.update(
+            {q.text: q.gold for q in every_question if isinstance(q.gold, str)}
+        )
+
+        def model(server, api):
+            spec = {"backend": "openai", "api": api, "model": "m", "base_url": server.base_url}
+            return {**spec, "api_key_env": None, "concurrency": 1}
+
+        config = {
+            "shards": 1,
+            "tools": {"mode": "offline"},
+            "models": {"oracle": model(oracle, "chat"), "echo": model(echo, "completions")},
+            "runs": [
+                {
+                    "model": "oracle",
+                    "methods": ["no-tools", "function-calling"],
+                    "benchmarks": ["geneturing", "geneturing2025", "bioragent"],
+                    "sample": 1,
+                },
+                {
+                    "model": "echo",
+                    "method": "genegpt-slim",
+                    "benchmarks": ["geneturing2025", "bioragent"],
+                    "sample": 1,
+                },
+            ],
+        }
+        done = snakemake(tmp_path, config, mirror=mirror)
+        assert done.returncode == 0, done.stderr[-3000:]
+        # One sample question of 9 + 16 + 15 tasks; the five BioRAGent tasks that copy
+        # GeneTuring's take its sampled questions: asked once, scored for both.
+        asked = [body["messages"][-1]["content"] for _, body, _ in oracle.state.received]
+        assert len(asked) == 2 * (9 + 16 + 15 - 5)
+        assert len(set(asked)) == len(asked) / 2  # once per method
+
+    report = tmp_path / "results" / "report"
+    board = {
+        (r["run"], r["benchmark"]): r for r in read_csv(report / "question_bank_leaderboard.csv")
+    }
+    for method in ("no-tools", "function-calling"):
+        for benchmark, tasks in (("geneturing2025", 16), ("bioragent", 15)):
+            row = board[f"oracle / {method}", benchmark]
+            assert row["tasks"] == str(tasks)
+            # the gold as the answer: 1 on every primary scorer (embedding: cosine ~1)
+            assert float(row["macro"]) > 0.999, row
+        bioragent = board[f"oracle / {method}", "bioragent"]
+        assert bioragent["original_n"] == "5"  # the five asked-once items' GeneTuring scores
+    assert float(board["echo / genegpt-slim", "bioragent"]["macro"]) < 0.5
+    scores = [
+        json.loads(line)
+        for line in (tmp_path / "results" / "scores" / "oracle" / "no-tools.jsonl").open()
+    ]
+    shared = [s for s in scores if s["benchmark"] == "bioragent" and s["answered_as"]]
+    assert {s["task"] for s in shared} == {
+        "gene_alias",
+        "gene_location",
+        "SNP_location",
+        "gene_SNP_association",
+        "gene_disease_association",
+    }
+    assert all(s["answered_as"].startswith("geneturing.") for s in shared)
+    layout = read_csv(report / "question_bank.csv")
+    metrics = {(r["benchmark"], r["task"]): r["metric"] for r in layout}
+    assert metrics["geneturing2025", "Amino acid translation"] == "sequence_exact"
+    assert metrics["geneturing2025", "TF regulation"] == "tf_label"
+    assert metrics["bioragent", "BioASQ_yesno"] == "yes_no"
+    assert metrics["bioragent", "phenotype_disease_association"] == "list_recall"
+    overlap = {(r["benchmark"], r["task"]): r for r in read_csv(report / "overlap.csv")}
+    assert overlap["bioragent", "gene_alias"]["verbatim"] == "50"
+    assert overlap["bioragent", "SNP_gene_function"]["instruction_dropped"] == "50"
+    assert overlap["geneturing2025", "Gene alias"]["rephrased"] == "50"
+    assert overlap["geneturing2025", "Gene alias"]["new"] == "50"
+    golds = read_csv(report / "overlap_golds.csv")
+    assert len(golds) == 14
+    text = (report / "report.md").read_text()
+    assert "## Question bank: GeneTuring 2025 and BioRAGent" in text
+    assert "Winnie09/GeneTuring @ 4bc94391321991125bddfe0a726f35b87495fd6f"[:34] in text
+    assert "23AIBox/BioRAGent @ 3a4c66f91b50" in text
+    html = (report / "index.html").read_text()
+    assert 'id="question-bank"' in html
+    # The QA leaderboard keeps to GeneTuring and GeneHop.
+    assert {r["benchmark"] for r in read_csv(report / "leaderboard.csv")} == {"geneturing"}
+
+
+def test_plan_lists_the_new_tasks_with_their_counts_and_the_overlap(mirror, tmp_path):
+    config = Path(__file__).parents[1] / "config" / "examples" / "question-bank.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "helixbench", "plan", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HELIXBENCH_MIRROR": str(mirror)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    counts = {}
+    for line in lines:
+        fields = line.split("\t")
+        if len(fields) >= 4 and fields[0] == "":
+            counts[fields[1], fields[2]] = int(fields[3].split()[0])
+    assert sum(n for (b, _), n in counts.items() if b == "geneturing2025") == 1600
+    assert sum(n for (b, _), n in counts.items() if b == "bioragent") == 899
+    assert len({t for b, t in counts if b == "geneturing2025"}) == 16
+    assert len({t for b, t in counts if b == "bioragent"}) == 15
+    overlap = [line for line in lines if line.startswith("overlap: ")]
+    assert overlap == [
+        "overlap: geneturing2025: 1600 questions; shared with GeneTuring (2023) or GeneHop: "
+        "450 rephrased; new: 1150; differing golds: 1",
+        "overlap: bioragent: 899 questions; shared with GeneTuring (2023) or GeneHop: "
+        "100 instruction dropped, 250 verbatim; new: 549; differing golds: 13",
+    ]
+    assert yaml.safe_load(config.read_text())["runs"]
