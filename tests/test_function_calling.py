@@ -330,8 +330,8 @@ def test_smollm2_end_to_end_in_its_chat_template(smollm2_dir, tmp_path):
         "q2": "Which chromosome is TTTY7 gene located on human genome?",
     }
     for method in (
-        FunctionCalling(max_tool_rounds=2, max_tokens=48),
-        FunctionCalling(tools=False, max_tokens=48),
+        FunctionCalling(max_tool_rounds=1, max_tokens=32),
+        FunctionCalling(tools=False, max_tokens=32),
     ):
         for qid, text in questions.items():
             result = method.run(qid, text, model, functions)

@@ -1,7 +1,8 @@
 """GeneTuring 2025 and BioRAGent through the workflow, offline from the mirror: an
 oracle model (a loopback OpenAI-compatible server answering each question with its
-gold) under no tools and function calling, and a completions model under GeneGPT's
-text protocol, over one question of every task; repeated questions asked once."""
+gold) under no tools, and a completions model under GeneGPT's text protocol, over one
+question of every task; repeated questions asked once. (Function calling poses the
+questions as no tools does: tests/test_function_calling.py.)"""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
             "runs": [
                 {
                     "model": "oracle",
-                    "methods": ["no-tools", "function-calling"],
+                    "method": "no-tools",
                     "benchmarks": ["geneturing", "geneturing2025", "bioragent"],
                     "sample": 1,
                 },
@@ -60,14 +61,14 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
         # One sample question of 9 + 16 + 15 tasks; the five BioRAGent tasks that copy
         # GeneTuring's take its sampled questions: asked once, scored for both.
         asked = [body["messages"][-1]["content"] for _, body, _ in oracle.state.received]
-        assert len(asked) == 2 * (9 + 16 + 15 - 5)
-        assert len(set(asked)) == len(asked) / 2  # once per method
+        assert len(asked) == 9 + 16 + 15 - 5
+        assert len(set(asked)) == len(asked)  # each once
 
     report = tmp_path / "results" / "report"
     board = {
         (r["run"], r["benchmark"]): r for r in read_csv(report / "question_bank_leaderboard.csv")
     }
-    for method in ("no-tools", "function-calling"):
+    for method in ("no-tools",):
         for benchmark, tasks in (("geneturing2025", 16), ("bioragent", 15)):
             row = board[f"oracle / {method}", benchmark]
             assert row["tasks"] == str(tasks)

@@ -265,7 +265,12 @@ def test_one_models_protocols_side_by_side_with_macro_weighted_paired_tests():
     assert list(table.run) == ["a / genegpt-slim", "a / fc", "a / bare"]
     assert list(table.protocol) == ["text protocol", "function calling", "no tools"]
     fc = table[table.run == "a / fc"].iloc[0]
-    assert (fc.extracted, fc.questions, fc.tool_calls_per_question) == (0.5, 2, 2.0)
+    assert (fc.macro, fc.metric, fc.questions, fc.tool_calls_per_question) == (
+        0.5,
+        "extracted",
+        2,
+        2.0,
+    )
     assert (fc.tool_errors, fc.tokens_per_question, fc.s_per_question) == (2, 100, 2.0)
 
 

@@ -78,6 +78,16 @@ def _prepare_model(args) -> None:
     logging.info("converted %s to %s", info["identity"], args.out)
 
 
+def _index(args) -> None:
+    from .paths import upstream_path
+    from .retrieval import build_index
+
+    facts = build_index(
+        json.loads(args.settings), lambda f: Path(upstream_path(f)), Path(args.out).parent
+    )
+    logging.info("built index %s", json.dumps(facts))
+
+
 def _score(args) -> None:
     from .runner import score_run
 
@@ -241,6 +251,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--spec", required=True, help="the model's config entry as JSON")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_prepare_model)
+
+    p = sub.add_parser("index", help="chunk, embed and index a corpus (brad methods)")
+    p.add_argument("--settings", required=True, help="the index's settings as JSON")
+    p.add_argument("--out", required=True, help="the index's marker file (index.json)")
+    p.set_defaults(func=_index)
 
     p = sub.add_parser("score", help="score a run's shards per question")
     p.add_argument("--spec", required=True)

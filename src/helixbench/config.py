@@ -20,12 +20,13 @@ from .errors import ConfigError
 from .fetch import available
 from .genegpt_format import MASK, check_mask
 from .imports import SourceError, claimed_files, resolve_source, task_file
-from .methods import CHAT_KINDS, GENESET_KINDS
+from .methods import ANY_BENCHMARK_KINDS, CHAT_KINDS, GENESET_KINDS
 from .methods.genegpt import PRESETS
 from .models import backend
 from .plan import Plan, RunTask
 from .questions import GENESET_FILES, is_sample, slugify, tasks_of
 from .recordings import RECORDINGS, recorded_runs, snapshot_run
+from .retrieval import index_key, index_settings
 from .scoring import DEFAULT_SCORING, MODEL_SCORERS
 from .tools.executor import ToolSettings
 from .upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, lookup
@@ -43,7 +44,7 @@ def resolve_method(name: str, methods: dict) -> dict:
         spec = {"kind": "genegpt", "mask": PRESETS[name]}
     elif name == "imported":  # a published system's outputs (models with backend imported)
         spec = {"kind": "imported"}
-    elif name in GENESET_KINDS or name in CHAT_KINDS:  # by their kind, default settings
+    elif name in (*GENESET_KINDS, *CHAT_KINDS, *ANY_BENCHMARK_KINDS):  # by kind, defaults
         spec = {"kind": name}
     elif match := MASK_METHOD.match(name):
         spec = {"kind": "genegpt", "mask": match.group(1)}
@@ -67,6 +68,7 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
     }
     seeds = _seeds(seed_config, mirror)
     tasks, notes, snapshot_runs = [], [], []
+    indexes: dict[str, dict] = {}  # index key -> its settings (brad methods)
     sources = {}
     seen = set()
     for where, run in expand_runs(config.get("runs", [])):
@@ -114,6 +116,9 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
                 new = [t for t in new if not is_sample(t.task)]
             if method_spec["kind"] == "gsea-top1":
                 new = [replace(t, gsea_terms=RECORDED_GSEA.get(t.task)) for t in new]
+            if method_spec["kind"] == "brad":
+                index = _index(where, method_spec, indexes)
+                new = [replace(t, index=index) for t in new]
             for task in new:
                 snapshot = _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror)
                 own = task.method_spec.get("kind") == "genegpt" and snapshot is None
@@ -141,8 +146,28 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
         for model, source in sources.items()
     }
     return Plan(
-        tasks, notes, snapshot_runs, live_snapshots, seeds, tools_config, scoring, sources, claims
+        tasks,
+        notes,
+        snapshot_runs,
+        live_snapshots,
+        seeds,
+        tools_config,
+        scoring,
+        sources,
+        claims,
+        indexes,
     )
+
+
+def _index(where: str, method_spec: dict, indexes: dict) -> str:
+    """The index directory a brad method retrieves from (its settings kept by key)."""
+    settings = index_settings(method_spec)
+    try:
+        key = index_key(settings, paths.upstream_path)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{where}: method {method_spec}: {exc}") from None
+    indexes[key] = settings
+    return paths.INDEX_DIR.format(key=key)
 
 
 # GeneAgent's recorded g:Profiler top terms, for the sets of the MSigDB dataset.
@@ -194,8 +219,12 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
     label = f"{run['model']} x {run['method']}"
     if kind in GENESET_KINDS and benchmarks - {"genesets"}:
         raise ConfigError(f"{where}: {kind} names gene sets: set benchmarks: [genesets] ({label})")
-    if kind not in GENESET_KINDS and "genesets" in benchmarks:
-        raise ConfigError(f"{where}: benchmark genesets takes closed-book, geneagent or gsea-top1")
+    if kind not in (*GENESET_KINDS, *ANY_BENCHMARK_KINDS) and "genesets" in benchmarks:
+        raise ConfigError(
+            f"{where}: benchmark genesets takes closed-book, geneagent, gsea-top1 or brad"
+        )
+    if kind in ANY_BENCHMARK_KINDS and not facts.answers_prompts:
+        raise ConfigError(f"{where}: {kind} needs a language model ({label})")
     if enrichment != (kind == "gsea-top1"):
         raise ConfigError(
             f"{where}: gsea-top1 runs with a model of backend enrichment, and only it ({label})"

@@ -12,6 +12,9 @@ UPSTREAM_LOCK = "resources/upstream.lock.tsv"
 QUESTIONS = "resources/benchmarks/questions.jsonl"
 RECORDED_SNAPSHOT = "resources/snapshots/recorded/{recording}/{run_dir}/{task}.json"
 LIVE_SNAPSHOT = "resources/snapshots/live/{name}.json"
+# A corpus's vector index (helixbench.retrieval), by its key; index.json marks it built.
+INDEX_DIR = "resources/index/{key}"
+INDEX_MARKER = INDEX_DIR + "/index.json"
 LOCAL_MODEL = "resources/models/{weights}"  # a GGUF file converted for fast loading
 TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
 

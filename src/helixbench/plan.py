@@ -17,6 +17,7 @@ from .models import Backend, backend
 from .paths import upstream_path
 from .questions import question_files, slugify
 from .recordings import RecordedRun
+from .retrieval import corpus_files
 from .upstream import UpstreamFile
 
 
@@ -48,6 +49,7 @@ class RunTask:
     imported: UpstreamFile | None = None  # an imported source's file holding this task
     imported_format: str | None = None
     gsea_terms: UpstreamFile | None = None  # recorded top enrichment terms (gsea-top1)
+    index: str | None = None  # the corpus index the method retrieves from (brad)
 
     @property
     def label(self) -> str:
@@ -85,6 +87,7 @@ class RunTask:
             "imported_sha256": self.imported.sha256 if self.imported else None,
             "imported_format": self.imported_format,
             "gsea_terms": upstream_path(self.gsea_terms) if self.gsea_terms else None,
+            "index": self.index,
         }
 
 
@@ -154,6 +157,11 @@ class Run:
         return list(dict.fromkeys(paths_))
 
     @property
+    def index_markers(self) -> list[str]:
+        """The built marks of the corpus indexes the run retrieves from."""
+        return list(dict.fromkeys(f"{t.index}/index.json" for t in self.tasks if t.index))
+
+    @property
     def imported(self) -> bool:
         return self.backend.published
 
@@ -213,6 +221,7 @@ class Plan:
     scoring: dict = field(default_factory=dict)  # the scoring section, defaults filled in
     sources: dict = field(default_factory=dict)  # imported model -> its resolved source
     claims: dict = field(default_factory=dict)  # imported model -> {benchmark: claim file}
+    indexes: dict = field(default_factory=dict)  # corpus index key -> its settings (brad)
 
     def __post_init__(self):
         grouped: dict[tuple[str, str], list[RunTask]] = {}
@@ -246,6 +255,7 @@ class Plan:
         files += [t.imported for t in self.tasks if t.imported is not None]
         files += [t.gsea_terms for t in self.tasks if t.gsea_terms is not None]
         files += [f for claims in self.claims.values() for f in claims.values()]
+        files += [f for s in self.indexes.values() for f in corpus_files(s["corpus"])]
         return list(dict.fromkeys(files))
 
     def pinned(self, relpath: str) -> UpstreamFile | None:

@@ -22,6 +22,7 @@ from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.tools.executor import ToolSettings
 from helixbench.upstream import manifest
+from helixbench.retrieval import corpus_files, user_documents
 
 UPSTREAM_MANIFEST = manifest()
 
@@ -158,8 +159,20 @@ def get_run_inputs(wildcards):
         "data": run.data_paths,
         "snapshots": run.snapshot_paths,
         "seeds": list(run.seed_markers),
+        "indexes": run.index_markers,
         "model_dir": run.model_dir or [],
     }
+
+
+def get_index_settings(wildcards):
+    return json.dumps(PLAN.indexes[wildcards.key], sort_keys=True)
+
+
+def get_index_inputs(wildcards):
+    """The corpus an index is built from: the pinned files, or the user's documents."""
+    settings = PLAN.indexes[wildcards.key]
+    files = [upstream_path(f) for f in corpus_files(settings["corpus"])]
+    return files or [str(p) for p in user_documents(settings["corpus"])]
 
 
 def get_model_dir_arg(wildcards, input):

@@ -14,13 +14,16 @@ from dataclasses import dataclass, field
 GENESET_KINDS = ("closed-book", "geneagent", "gsea-top1")
 # Methods of chat models on question-answering benchmarks.
 CHAT_KINDS = ("function-calling", "no-tools")
-KINDS = ("genegpt", "imported", *CHAT_KINDS, *GENESET_KINDS)
+# Methods that answer questions and name gene sets alike.
+ANY_BENCHMARK_KINDS = ("brad",)
+KINDS = ("genegpt", "imported", *CHAT_KINDS, *GENESET_KINDS, *ANY_BENCHMARK_KINDS)
 # Method kind -> the module that prepares it.
 _MODULES = {
     "genegpt": "genegpt",
     "imported": "imported",
     **dict.fromkeys(CHAT_KINDS, "function_calling"),
     **dict.fromkeys(GENESET_KINDS, "genesets"),
+    "brad": "brad",
 }
 
 

@@ -147,7 +147,7 @@ def parse_verdict(report: str | None) -> str:
     return "unknown"
 
 
-class _Stop(Exception):
+class Stopped(Exception):
     """The model failed for good; the record ends with this error."""
 
     def __init__(self, error: str):
@@ -156,7 +156,7 @@ class _Stop(Exception):
 
 
 @dataclass
-class _Session:
+class Session:
     """One gene set's calls: numbers them and logs each as an event."""
 
     question_id: str
@@ -195,7 +195,7 @@ class _Session:
         self.calls += 1
         if error is not None:
             kind = "lengthError" if isinstance(error, ContextLengthError) else "model_error"
-            raise _Stop(kind)
+            raise Stopped(kind)
         return completion
 
     def tool(self, tools, name: str, arguments: dict):
@@ -222,11 +222,11 @@ class ClosedBook:
 
     def run(self, question_id: str, question: str, model: Model, tools) -> QuestionResult:
         result = QuestionResult(question_id=question_id)
-        session = _Session(question_id, question, model, result)
+        session = Session(question_id, question, model, result)
         prompt = GENERATE.format(system=SYSTEM, genes=", ".join(question.split()))
         try:
             reply = session.ask(prompt, self.max_tokens).text
-        except _Stop as stop:
+        except Stopped as stop:
             return result.finish(answer=None, error=stop.error)
         name = parse_process(reply)
         return result.finish(answer=name, error=None if name else "parse_error")
@@ -245,7 +245,7 @@ class GseaTop1:
             call = ToolCall("recorded g:Profiler top-1 term (GeneAgent)", {}, term)
             result.events.append(Event("tool", 0, {**call.describe(), "cache": "recorded"}))
             return result.finish(answer=term)
-        session = _Session(question_id, question, model, result)
+        session = Session(question_id, question, model, result)
         genes = ",".join(question.split())
         call = session.tool(tools, "get_enrichment_for_gene_set", {"genes": genes})
         if call.error:
@@ -269,7 +269,7 @@ class GeneAgent:
 
     def run(self, question_id: str, question: str, model: Model, tools) -> QuestionResult:
         result = QuestionResult(question_id=question_id)
-        session = _Session(question_id, question, model, result)
+        session = Session(question_id, question, model, result)
         genes = question.split()
         listed = ", ".join(genes)
         try:
@@ -291,7 +291,7 @@ class GeneAgent:
             )
             reply = session.ask(prompt, self.max_tokens).text
             return result.finish(answer=parse_process(reply) or name)
-        except _Stop as stop:
+        except Stopped as stop:
             return result.finish(answer=None, error=stop.error)
 
     def _ask_name(self, session, prompt: str, reply: str) -> str | None:

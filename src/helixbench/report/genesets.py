@@ -21,6 +21,7 @@ GENESET_COLUMNS = [
     *VERDICTS,
     "tool_calls",
     "tool_errors",
+    "retrieval_recall",
 ]
 
 
@@ -51,6 +52,14 @@ def geneset_table(
         calls = [e["data"] for r in of_task for e in r["events"] if e["type"] == "tool"]
         row["tool_calls"] = len(calls)
         row["tool_errors"] = sum(bool(c.get("error")) for c in calls)
+        # brad: the share of a set's genes whose summary was retrieved, over its sets.
+        recalls = [
+            e["data"]["recall"]
+            for r in of_task
+            for e in r["events"]
+            if e["type"] == "retrieval" and e["data"].get("recall") is not None
+        ]
+        row["retrieval_recall"] = round(sum(recalls) / len(recalls), 4) if recalls else None
         rows.append(row)
     return pd.DataFrame(rows, columns=GENESET_COLUMNS)
 
@@ -70,6 +79,8 @@ def _genesets_markdown(genesets: pd.DataFrame) -> str:
         "stemming, GeneAgent's name cleaning) and background percentile of the true name "
         "among the candidate names, each with its 95% bootstrap interval; sets whose reply "
         "had no `Process:` line score 0 (`parse_errors`). geneagent runs add their claims "
-        "by verdict and their tool calls. Distribution: `percentile.png`; per set: "
+        "by verdict and their tool calls; brad runs the share of a set's genes whose summary "
+        "they retrieved (`retrieval_recall`), which tells a retrieval failure from a "
+        "generation failure. Distribution: `percentile.png`; per set: "
         "`index.html`.\n\n" + shown.to_markdown(index=False, disable_numparse=True)
     )

@@ -88,7 +88,7 @@ def _protocols_text(protocols: pd.DataFrame) -> str:
         return "No model ran two protocols on one benchmark in this config."
     intervals = zip(protocols.ci_low, protocols.ci_high, strict=True)
     shown = protocols.assign(
-        extracted=protocols.extracted.map(fmt),
+        macro=protocols.macro.map(fmt),
         ci_low=[f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in intervals],
     ).rename(columns={"ci_low": "interval"})
     return shown.drop(columns="ci_high").to_markdown(index=False, disable_numparse=True)
@@ -242,11 +242,13 @@ the {len(shown)} tests shown (family-wise error rate). Every test made is in
 
 {_table(shown.drop(columns="pair"))}
 
-## Protocols: one model, three ways with tools
+## Protocols: one model, several ways of answering
 Each model that ran more than one protocol on a benchmark: GeneGPT's text protocol
 (URLs in brackets inside the reply), native function calling (NCBI's web APIs as
-function schemas) and no tools, on the same questions. `extracted` is the
-leaderboard's macro score with its 95% interval; `errors`: questions that ended in
+function schemas), BRAD's retrieval from a corpus, and no tools (on gene sets:
+closed book), on the same questions. `macro` is the benchmark's leaderboard metric
+(`metric`: extracted answers; embedding similarity for gene sets) with its 95%
+interval; `errors`: questions that ended in
 an error (the loop's cap, an overflowing context, a model error); tokens and seconds
 are per question.
 

@@ -1,10 +1,12 @@
-"""One model's ways of using tools side by side (``protocols.csv``) and paired tests
+"""One model's ways of answering side by side (``protocols.csv``) and paired tests
 between them (``protocol_tests.csv``): GeneGPT's text protocol (URLs in brackets
-inside the reply), native function calling, and no tools, on the same questions.
+inside the reply), native function calling, BRAD's retrieval from a corpus, and no
+tools (on gene sets: closed book), on the same questions.
 
-A model appears when it ran at least two protocols on a question-answering
-benchmark. Each row is a run on a benchmark: its macro score on extracted answers
-(the QA leaderboard's metric) with its interval, and what the protocol cost: tool
+A model appears when it ran at least two protocols on a benchmark (GeneTuring,
+GeneHop or the gene sets). Each row is a run on a benchmark: its macro score on the
+benchmark's leaderboard metric (extracted answers; for gene sets, embedding
+similarity to the curated name) with its interval, and what the protocol cost: tool
 calls, tool errors, tokens and seconds per question, and the questions that ended
 in an error (the loop's cap, a context overflow, a model error). Each test pairs two
 of one model's protocol runs on the questions both answered, weighting each
@@ -16,26 +18,37 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..overlap import NEWER
 from ..plan import Plan, RunTask
 from ..stats import holm, paired_test
-from .leaderboard import OWN_LEADERBOARD
+from .leaderboard import GENESETS
 from .records import ScoreIndex
 from .scores import ROUND
 
-# The method kinds that answer questions, by the protocol each uses for tools.
+# The method kinds compared, by the protocol each uses for tools or documents.
 PROTOCOLS = {
     "genegpt": "text protocol",
     "function-calling": "function calling",
+    "brad": "retrieval (BRAD)",
     "no-tools": "no tools",
+    "closed-book": "closed book",
 }
-METRIC = "extracted"
+# Each benchmark's leaderboard metric.
+METRICS = {GENESETS: "embedding"}
+QA_METRIC = "extracted"
+
+
+def metric_of(benchmark: str) -> str:
+    return METRICS.get(benchmark, QA_METRIC)
+
 
 PROTOCOL_COLUMNS = [
     "model",
     "benchmark",
     "protocol",
     "run",
-    "extracted",
+    "metric",
+    "macro",
     "ci_low",
     "ci_high",
     "questions",
@@ -68,7 +81,7 @@ def protocol_runs(plan: Plan) -> dict[tuple[str, str], list]:
         if kind not in PROTOCOLS or run.imported:
             continue
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
-            if benchmark not in OWN_LEADERBOARD:  # the QA leaderboard's benchmarks
+            if benchmark not in NEWER:  # their leaderboard metric scores only some tasks
                 found.setdefault((run.model, benchmark), []).append(run)
     return {
         key: runs
@@ -97,7 +110,7 @@ def protocol_table(
                 & (summary.method == run.method)
                 & (summary.benchmark == benchmark)
                 & (summary.task == "macro")
-                & (summary.metric == METRIC)
+                & (summary.metric == metric_of(benchmark))
             ]
             n = len(of_run)
             rows.append(
@@ -106,7 +119,8 @@ def protocol_table(
                     "benchmark": benchmark,
                     "protocol": PROTOCOLS[run.first.method_spec["kind"]],
                     "run": run.label,
-                    "extracted": _first(macro, "score"),
+                    "metric": metric_of(benchmark),
+                    "macro": _first(macro, "score"),
                     "ci_low": _first(macro, "ci_low"),
                     "ci_high": _first(macro, "ci_high"),
                     "questions": n,
@@ -135,8 +149,8 @@ def protocol_tests(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
                 score_a, score_b, weights = {}, {}, {}
                 per_task = []
                 for task in tasks:
-                    of_a = scores.get((a.label, task, METRIC), {})
-                    of_b = scores.get((b.label, task, METRIC), {})
+                    of_a = scores.get((a.label, task, metric_of(benchmark)), {})
+                    of_b = scores.get((b.label, task, metric_of(benchmark)), {})
                     shared = set(of_a) & set(of_b)
                     if shared:
                         per_task.append((of_a, of_b, shared))

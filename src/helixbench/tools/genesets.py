@@ -91,8 +91,9 @@ def geneset_settings(settings: dict) -> ToolSettings:
 class GeneSetTools:
     """The tools one gene set may use, masked for its dataset."""
 
-    def __init__(self, executor: ToolExecutor, dataset: str):
+    def __init__(self, executor: ToolExecutor, dataset: str | None):
         self.executor = executor
+        self.dataset = dataset
         self.mask = MASKS.get(dataset, {"tools": set(), "libraries": set()})
         self.libraries = [lib for lib in ENRICHR_LIBRARIES if lib not in self.mask["libraries"]]
 
@@ -173,20 +174,47 @@ class GeneSetTools:
         )
 
     def _get_pathway_for_gene_set(self, call, arguments, qid, index) -> str:
-        body = {"list": "\n".join(self._genes(arguments)), "description": "helixbench"}
-        added = self._json(call, qid, index, ENRICHR_URL + "addList", body, kind="form")
-        list_id = added.get("userListId")
-        if list_id is None:
-            raise _ToolFailed("Enrichr returned no userListId")
+        list_id = self._enrichr_list(call, self._genes(arguments), qid, index)
         lines = []
         for library in self.libraries:
-            query = urlencode({"userListId": list_id, "backgroundType": library})
-            reply = self._json(call, qid, index, f"{ENRICHR_URL}enrich?{query}")
-            for row in reply.get(library, [])[:TOP_TERMS]:
+            for row in self._enrichr_rows(call, list_id, library, qid, index)[:TOP_TERMS]:
                 # [rank, term, p-value, z-score, combined score, genes, adjusted p, ...]
                 genes = ",".join(row[5]) if len(row) > 5 else ""
                 lines.append(f"{library}: {row[1]} (p={row[2]:.3g}; {genes})")
         return "\n".join(lines) or "No pathway term."
+
+    def _enrichr_list(self, call, genes: list[str], qid, index) -> int:
+        body = {"list": "\n".join(genes), "description": "helixbench"}
+        added = self._json(call, qid, index, ENRICHR_URL + "addList", body, kind="form")
+        list_id = added.get("userListId")
+        if list_id is None:
+            raise _ToolFailed("Enrichr returned no userListId")
+        return list_id
+
+    def _enrichr_rows(self, call, list_id: int, library: str, qid, index) -> list:
+        query = urlencode({"userListId": list_id, "backgroundType": library})
+        return self._json(call, qid, index, f"{ENRICHR_URL}enrich?{query}").get(library, [])
+
+    def enrichr_terms(
+        self, genes: list[str], library: str, max_p: float, question_id: str, index: int
+    ) -> ToolCall:
+        """BRAD's enrichment step: the set's Enrichr terms in ``library`` with p <=
+        ``max_p`` (at most 10). A GO library for a GO set is masked (it would name the
+        set from its own source)."""
+        call = ToolCall("enrichr", {"genes": ",".join(genes), "library": library}, "")
+        if self.dataset == "GO" and library.startswith("GO_"):
+            call.error = f"{library} is masked for GO sets (it would name the set from its source)"
+            call.text = f"Error: {call.error}"
+            return call
+        try:
+            list_id = self._enrichr_list(call, genes, question_id, index)
+            rows = self._enrichr_rows(call, list_id, library, question_id, index)
+        except _ToolFailed as exc:
+            call.error, call.text = str(exc), f"Error: {exc}"
+            return call
+        kept = [row for row in rows if row[2] <= max_p][:10]
+        call.text = "\n".join(f"{row[1]} (p={row[2]:.3g})" for row in kept) or "No term."
+        return call
 
     def _pubtator(self, call, qid, index, interface: str, name: str) -> str:
         query = urlencode({"name": name, "retmode": "json", "limit": 10})
