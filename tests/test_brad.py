@@ -77,6 +77,27 @@ def test_an_index_is_keyed_by_its_corpus_chunking_and_model(tmp_path, mirror):
     assert index_key(settings, _no_upstream) != key
 
 
+def test_a_users_corpus_reads_text_markdown_and_pdf(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    corpus = tmp_path / "docs"
+    (corpus / "notes").mkdir(parents=True)
+    (corpus / "a.md").write_text("# KRAS\nKRAS is a small GTPase.\n")
+    (corpus / "notes" / "b.txt").write_text("TP53 is a tumour suppressor.\n")
+    (corpus / "ignored.csv").write_text("x,y\n")
+    figure = plt.figure()
+    figure.text(0.1, 0.5, "PSMB10 encodes a subunit of the immunoproteasome.")
+    with matplotlib.rc_context({"pdf.fonttype": 42}):  # text a PDF reader can extract
+        figure.savefig(corpus / "c.pdf")
+    plt.close(figure)
+    docs = documents(index_settings({"corpus": str(corpus)}), _no_upstream)
+    assert [source for source, _, _ in docs] == ["a.md", "c.pdf", "notes/b.txt"]
+    assert "immunoproteasome" in docs[1][1] and "GTPase" in docs[0][1]
+
+
 def test_the_default_corpus_is_geneagents_synopses_from_the_mirror(mirror):
     settings = index_settings({})
     assert settings["corpus"] == DEFAULT_CORPUS and settings["chunk_size"] == 700

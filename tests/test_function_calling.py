@@ -325,10 +325,7 @@ def test_smollm2_end_to_end_in_its_chat_template(smollm2_dir, tmp_path):
     spec = {**SMOLLM2, "chat_template": True}
     model = create_model(spec, model_dir=smollm2_dir, threads=2, cache=tmp_path / "m.sqlite")
     functions = _functions(tmp_path, None, mode="offline")
-    questions = {
-        "q1": "What is the official gene symbol of LMP10?",
-        "q2": "Which chromosome is TTTY7 gene located on human genome?",
-    }
+    questions = {"q1": "What is the official gene symbol of LMP10?"}
     for method in (
         FunctionCalling(max_tool_rounds=1, max_tokens=32),
         FunctionCalling(tools=False, max_tokens=32),

@@ -48,10 +48,11 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
                     "benchmarks": ["geneturing", "geneturing2025", "bioragent"],
                     "sample": 1,
                 },
-                {
+                {  # GeneGPT's text protocol poses them as written (a task of each kind)
                     "model": "echo",
                     "method": "genegpt-slim",
                     "benchmarks": ["geneturing2025", "bioragent"],
+                    "tasks": ["Amino acid translation", "gene_alias", "BioASQ_yesno"],
                     "sample": 1,
                 },
             ],

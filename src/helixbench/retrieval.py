@@ -130,10 +130,8 @@ def documents(settings: dict, local_path) -> list[tuple[str, str, str | None]]:
 def _read_document(path: Path) -> str:
     if path.suffix != ".pdf":
         return path.read_text(encoding="utf-8", errors="replace")
-    try:
-        from pypdf import PdfReader
-    except ImportError as exc:
-        raise RuntimeError(f"{path}: PDF documents need pypdf (pip install pypdf)") from exc
+    from pypdf import PdfReader
+
     return "\n\n".join(page.extract_text() or "" for page in PdfReader(path).pages)
 
 
@@ -149,11 +147,17 @@ def chunk_documents(docs, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
     return chunks
 
 
+_EMBEDDERS: dict[str, object] = {}
+
+
 def embedder(settings: dict):
     """The sentence-transformers model of an index (loaded once per process)."""
     from .scoring.text import EmbeddingScorer
 
-    return EmbeddingScorer(settings["embedding"]).model()
+    key = sha256_json(settings["embedding"])
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = EmbeddingScorer(settings["embedding"]).model()
+    return _EMBEDDERS[key]
 
 
 def _client(path: Path):
