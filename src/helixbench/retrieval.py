@@ -205,7 +205,7 @@ def build_index(settings: dict, local_path, out_dir: Path) -> dict:
         "dimensions": int(vectors.shape[1]),
         "build_s": round(time.perf_counter() - started, 2),
     }
-    (building / MARKER).write_text(json.dumps(facts, indent=1) + "\n")
+    # The index's own size (its marker, a few hundred bytes, aside).
     facts["bytes"] = sum(p.stat().st_size for p in building.rglob("*") if p.is_file())
     (building / MARKER).write_text(json.dumps(facts, indent=1) + "\n")
     shutil.rmtree(out_dir, ignore_errors=True)

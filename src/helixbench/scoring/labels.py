@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-_ANSWER = re.compile(r"answer\s*:", re.IGNORECASE)
+from .strict import after_last_answer
+
 TF_LABELS = {
     "Activation": re.compile(r"\bactivat", re.IGNORECASE),
     "Repression": re.compile(r"\b(?:repress|inhibit)", re.IGNORECASE),
@@ -21,9 +22,7 @@ _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 
 
 def _body(answer: str | None) -> str:
-    text = answer or ""
-    parts = _ANSWER.split(text)
-    return (parts[-1] if len(parts) > 1 else text).strip()
+    return after_last_answer(answer).strip()
 
 
 def tf_label(task: str, answer: str | None, gold, question: str = "") -> float | None:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 
-_ANSWER = re.compile(r"answer\s*:", re.IGNORECASE)
+from .strict import after_last_answer
+
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", re.MULTILINE)
 _TRIM = "\"'`.,;:()[]{}* "
 NO_NAMES = re.compile(r"^(?:no|none|n/?a)\b", re.IGNORECASE)
@@ -51,9 +52,7 @@ def _key(item: str) -> str:
 def answer_items(answer: str | None, separator: str = ",", golds=frozenset()) -> list[str]:
     """The items an answer names, split as the module docstring says (``golds``: the
     gold's items as compared, kept whole)."""
-    text = answer or ""
-    parts = _ANSWER.split(text)
-    body = _BULLET.sub("", parts[-1] if len(parts) > 1 else text)
+    body = _BULLET.sub("", after_last_answer(answer))
     items = []
     for item in re.split(r"[;\n]" if separator == ";" else r"[,;\n]", body):
         item = _key(item)

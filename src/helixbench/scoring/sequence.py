@@ -19,10 +19,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from .strict import after_last_answer
+
 NUCLEOTIDES = frozenset("ACGTUN")
 AMINO_ACIDS = frozenset("ACDEFGHIKLMNPQRSTVWYXBZUO*")
 MIN_LETTERS = 10
-_ANSWER = re.compile(r"answer\s*:", re.IGNORECASE)
 _TRIM = "\"'`.,;:()[]{}<>"
 
 
@@ -37,9 +38,7 @@ def normalise_sequence(text: str) -> str:
 
 def sequence_in(answer: str | None, gold: str) -> str:
     """The sequence an answer gives (see the module docstring), or ""."""
-    text = answer or ""
-    parts = _ANSWER.split(text)
-    body = parts[-1] if len(parts) > 1 else text
+    body = after_last_answer(answer)
     alphabet = _alphabet(gold)
     best, run = "", ""
     for token in body.split():

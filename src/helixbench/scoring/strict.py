@@ -39,6 +39,15 @@ def normalise_text(answer: str | None) -> str:
     return text[:-1] if text.endswith(".") else text
 
 
+LAST_ANSWER = re.compile(r"answer\s*:", re.IGNORECASE)
+
+
+def after_last_answer(answer: str | None) -> str:
+    """The text after an answer's last ``Answer:`` (any case), else the whole text."""
+    parts = LAST_ANSWER.split(answer or "")
+    return parts[-1]
+
+
 def split_list(text: str) -> list[str]:
     return [item for item in LIST_SEPARATORS.split(text) if item]
 

@@ -21,7 +21,7 @@ PUNCTUATION = re.compile(r'[/,"\-]')
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
 
-def answer_text(answer: str | None) -> str:
+def clean_answer(answer: str | None) -> str:
     """An answer cleaned for comparison: its leading ``Answer:`` dropped, then cleaned."""
     return clean_text(ANSWER_PREFIX.sub("", answer or ""))
 
@@ -43,7 +43,7 @@ def rouge_scorer_for(rouge_type: str):
     def score(task: str, answer: str | None, gold, question: str = "") -> float | None:
         if not isinstance(gold, str):
             return None
-        prediction = answer_text(answer)
+        prediction = clean_answer(answer)
         if not prediction:
             return 0.0
         return _rouge().score(clean_text(gold), prediction)[rouge_type].fmeasure
@@ -114,7 +114,7 @@ class EmbeddingScorer:
     def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
         if not isinstance(gold, str):
             return None
-        prediction = answer_text(answer)
+        prediction = clean_answer(answer)
         if not prediction:
             return 0.0
         vectors = self.model().encode(
