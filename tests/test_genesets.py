@@ -278,6 +278,29 @@ def test_geneset_metrics_on_hand_checked_pairs():
     assert same == pytest.approx(1.0, abs=1e-5)
 
 
+def test_the_percentile_backgrounds_embeddings_are_kept_for_later_jobs(tmp_path):
+    """Encoded once per machine (each score job of a run used to encode ~1,100 names):
+    a second scorer reads them back and scores the same; other names, another file."""
+
+    class Counted(EmbeddingScorer):
+        encoded: list[int] = []
+
+        def encode(self, texts):
+            self.encoded.append(len(texts))
+            return super().encode(texts)
+
+    names = ["MAPK signaling", "DNA repair", "glycolysis"]
+    first = PercentileScorer(Counted(), names, cache_dir=tmp_path)
+    score = first("NeST", "DNA repair", "MAPK signaling")
+    assert Counted.encoded == [3, 2]  # the candidates, then the answer and the gold
+    (kept,) = tmp_path.glob("*.npy")
+    again = PercentileScorer(Counted(), names, cache_dir=tmp_path)
+    assert again("NeST", "DNA repair", "MAPK signaling") == score
+    assert Counted.encoded == [3, 2, 2]  # the candidates came from the file
+    PercentileScorer(Counted(), names[:2], tmp_path)("NeST", "DNA repair", "MAPK signaling")
+    assert len(list(tmp_path.glob("*.npy"))) == 2 and kept.exists()
+
+
 def test_gene_set_methods_pair_with_the_gene_set_benchmark(mirror):
     base = {"models": {"m": SMOLLM2, "g": {"backend": "enrichment"}}, "scoring": {}}
     ok = build_plan(

@@ -384,7 +384,7 @@ def test_cache_reuse_and_prompt_lookup_are_token_identical(smollm2_dir):
         '[b\'{"esearchresult": {"idlist": ["1731"]}}\']\nAnswer: SEPTIN2\n\n'
     )
     header = INSTRUCTION + DOCUMENTATION[0] + "Here are some examples:\n\n" + demonstration
-    questions = ["What is the official gene symbol of LMP10?", "Where is the gene SPRR2D?"]
+    questions = ["What is the official gene symbol of LMP10?"]
     runs = {}
     for name, reuse, lookup in (("fresh", False, 0), ("reuse", True, 0), ("lookup", True, 8)):
         spec = {**SMOLLM2, "reuse_cache": reuse, "prompt_lookup": lookup}
@@ -400,7 +400,7 @@ def test_cache_reuse_and_prompt_lookup_are_token_identical(smollm2_dir):
         runs[name] = (texts, reused)
     assert runs["reuse"][0] == runs["fresh"][0] == runs["lookup"][0]
     assert any("https://" in text for text, _ in runs["lookup"][0])  # drafts had URLs to copy
-    assert runs["fresh"][1] == [0, 0, 0, 0]
+    assert runs["fresh"][1] == [0, 0]
     with_reuse = runs["reuse"][1]
     assert with_reuse[0] == 0 and all(n > 200 for n in with_reuse[1:])  # header and more
 

@@ -79,3 +79,31 @@ def test_rendered_bytes_parse_back(value):
 def test_rendered_text_stays_text():
     assert parse_rendered_reply("57K8VR2N016") == "57K8VR2N016"
     assert parse_rendered_reply("b'unterminated") == "b'unterminated"
+
+
+def test_a_snapshot_taken_offline_from_a_seeded_cache_is_the_recorded_one(
+    recording, tmp_path, monkeypatch
+):
+    """Seeding puts the replies a recorded header shows into the cache: a live snapshot
+    taken offline then finds all seven, and they are the header's, byte for byte."""
+    import shutil
+
+    from helixbench.methods.genegpt import take_live_snapshot
+    from helixbench.paths import upstream_path
+    from helixbench.recordings import recorded_runs
+    from helixbench.tools import SETTINGS_ENV
+    from helixbench.tools.cache import ReplyCache, seed_from_recordings
+
+    monkeypatch.chdir(tmp_path)
+    run = next(r for r in recorded_runs("genegpt-2023", "geneturing", "111111"))
+    local = tmp_path / upstream_path(run.file)
+    local.parent.mkdir(parents=True)
+    shutil.copy(recording("geneturing", "111111", run.task), local)
+    cache = {"cache": str(tmp_path / "tools.sqlite"), "budgets": str(tmp_path / "budgets")}
+    seeded = seed_from_recordings("genegpt-2023", ReplyCache(tmp_path / "tools.sqlite"),
+                                  [upstream_path(run.file)])  # fmt: skip
+    assert seeded[0]["demonstrations"] == 7
+    monkeypatch.setenv(SETTINGS_ENV, json.dumps(cache))
+    taken = take_live_snapshot("seeded", "offline")
+    recorded = extract_from_header(recorded_header(load_recording(local)))
+    assert taken.replies == recorded.replies and len(taken.replies) == 7

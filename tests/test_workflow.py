@@ -514,3 +514,164 @@ def test_sweeps_expand_to_every_combination(mirror):
     assert plan.endpoints() == {"endpoint_localhost_8000": 4}
     with pytest.raises(ConfigError, match="listed twice"):
         build_plan({**config, "runs": config["runs"] * 2}, mirror)
+
+
+@pytest.mark.workflow
+@PAPER_RUN
+def test_progress_lines_in_each_shards_log_and_status_of_the_finished_run(mirror, paper_run):
+    log = paper_run / "logs" / "run" / "codex" / "genegpt-slim" / "shard-0-of-2.log"
+    log = log.read_text()
+    assert "\r" not in log
+    last = [line for line in log.splitlines() if "questions (" in line][-1]
+    assert re.match(
+        r"codex / genegpt-slim shard-0-of-2: (\d+)/\1 questions \(100%\), model calls \d+, "
+        r"tool calls \d+, errors \d+ \| elapsed \d\d:\d\d, ETA 00:00, ",
+        last,
+    ), last
+    done = subprocess.run(
+        [sys.executable, "-m", "helixbench", "status", "--json"],
+        cwd=paper_run,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shards = json.loads(done.stdout)
+    plan_shards = sum(run.shards for run in build_plan(paper_config(), mirror).runs)
+    assert len(shards) == plan_shards and {s["state"] for s in shards} == {"done"}
+    slim = [s for s in shards if s["run"] == "codex / genegpt-slim"]
+    assert sum(s["done"] for s in slim) == 450
+    assert sum(s["model_calls"] for s in slim) > 450
+
+
+@pytest.mark.workflow
+@PAPER_RUN
+def test_per_question_scores_load_in_one_call_and_compare_reads_either(mirror, paper_run, tmp_path):
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from helixbench.report.question_scores import COLUMNS, read_question_scores
+
+    report = paper_run / "results" / "report"
+    parquet, table = report / "question_scores.parquet", report / "question_scores.csv"
+    schema = pq.read_schema(parquet)
+    assert schema.names == list(COLUMNS)
+    assert schema.field("primary").metadata[b"description"].startswith(b"whether metric")
+    assert str(schema.field("score").type) == "double"
+    assert str(schema.field("primary").type) == "bool"
+    produced = json.loads(schema.metadata[b"helixbench"])
+    frame = pd.read_parquet(parquet)
+    pd.testing.assert_frame_equal(read_question_scores([parquet]), read_question_scores([table]))
+    plan = build_plan(paper_config(), mirror)
+    lines = sum(len((paper_run / r.score_path).read_text().splitlines()) for r in plan.runs)
+    assert len(frame) == lines
+    primary = frame[frame.primary]
+    assert primary.groupby(["run", "task"]).metric.nunique().max() == 1
+    assert set(primary[primary.task == "Gene alias"].metric) == {"genegpt"}
+    prov = json.loads((report / "provenance.json").read_text())
+    assert set(frame.config_sha256) == {prov["config_sha256"]} and produced == prov["helixbench"]
+    # A sweep over working directories: their tables in one call.
+    other = tmp_path / "sweep-b" / "question_scores.parquet"
+    other.parent.mkdir()
+    frame.assign(model="codex-b", run=frame.run.str.replace("codex", "codex-b")).to_parquet(other)
+    sweep = pd.read_parquet([parquet, other])
+    assert len(sweep) == 2 * len(frame) and {"codex", "codex-b"} == set(sweep.model)
+
+    def compare(*source):
+        args = [sys.executable, "-m", "helixbench", "compare", *source]
+        args += ["--a", "codex / genegpt-slim", "--b", "codex-b / genegpt-full"]
+        return subprocess.run(args, cwd=paper_run, capture_output=True, text=True)
+
+    from_files = compare("--scores", str(parquet), str(other))
+    assert from_files.returncode == 0, from_files.stderr[-2000:]
+    config_file = tmp_path / "paper.yaml"
+    config_file.write_text(yaml.safe_dump(paper_config()))
+    same_run = compare("--config", str(config_file)).stdout  # codex-b is no run of it
+    assert "no run 'codex-b / genegpt-full'" in compare("--config", str(config_file)).stderr
+    assert same_run == ""
+    rows = {line.split("\t")[0]: line.split("\t") for line in from_files.stdout.splitlines()[1:]}
+    assert rows["Protein-coding genes"][5:] == ["+0.2400", "0.0007"]  # as from the config
+    twice = compare("--scores", str(parquet), str(table))
+    assert twice.returncode == 1 and "has scores in more than one table" in twice.stderr
+
+
+@pytest.mark.workflow
+@PAPER_RUN
+def test_report_score_and_run_jobs_work_in_their_conda_environments(mirror, paper_run, tmp_path):
+    """The report, score and run (replay) commands with only their environment's
+    packages importable (workflow/envs/; tests/envs.py): the same outputs."""
+    from helixbench.transcripts import read_records, without_timings
+
+    from .envs import helixbench_in_env
+
+    report = paper_run / "results" / "report"
+    config = json.loads((report / "config.json").read_text())
+    out = tmp_path / "report"
+    args = ["report", "--config-json", json.dumps(config), "--out-dir", str(out)]
+    done = helixbench_in_env("report", args, cwd=paper_run)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in ("scores.csv", "leaderboard.csv", "question_scores.csv"):
+        assert (out / name).read_text() == (report / name).read_text(), name
+    run = build_plan(config, mirror).find("codex", "genegpt-slim")
+    scoring = json.dumps(build_plan(config, mirror).scoring)
+    args = ["score", "--spec", json.dumps(run.spec()), "--questions", paths.QUESTIONS]
+    args += ["--scoring", scoring, "--out", str(tmp_path / "scores.jsonl"), *run.shard_paths()]
+    done = helixbench_in_env("score", args, cwd=paper_run)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "scores.jsonl").read_text() == (paper_run / run.score_path).read_text()
+    args = ["run", "--spec", json.dumps(run.spec()), "--shard", "0", "--questions"]
+    args += [paths.QUESTIONS, "--out", str(tmp_path / "shard.jsonl")]
+    done = helixbench_in_env("run", args, cwd=paper_run)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ours = [without_timings(r) for r in read_records(tmp_path / "shard.jsonl")]
+    theirs = [without_timings(r) for r in read_records(paper_run / run.shard_paths()[0])]
+    assert ours == theirs
+
+
+@pytest.mark.workflow
+@PAPER_RUN
+def test_the_report_is_a_valid_ro_crate_of_what_produced_it(mirror, paper_run, tmp_path):
+    import shutil
+
+    from helixbench.digests import sha256_file
+
+    from .support.crate import validate_crate
+
+    report = paper_run / "results" / "report"
+    crate = json.loads((report / "ro-crate-metadata.json").read_text())
+    graph = {e["@id"]: e for e in crate["@graph"]}
+    prov = json.loads((report / "provenance.json").read_text())
+    parts = [p["@id"] for p in graph["./"]["hasPart"]]
+    local = [p for p in parts if not p.startswith("https://")]
+    assert set(local) == set(paths.REPORT_FILES) - {"ro-crate-metadata.json"}
+    for name in local:
+        assert graph[name]["sha256"] == sha256_file(report / name), name
+    for upstream in prov["upstream"]:
+        assert graph[upstream["url"]]["sha256"] == upstream["sha256"] == upstream["pinned"]
+    plan = build_plan(paper_config(), mirror)
+    actions = [e for e in graph.values() if e["@type"] == "CreateAction"]
+    names = ["report", *(f"run {r.label}" for r in plan.runs)]
+    assert sorted(a["name"] for a in actions) == sorted(names)
+    tool = graph["#helixbench"]
+    assert tool["version"] == prov["helixbench"]["version"]
+    assert tool["identifier"] == (prov["helixbench"]["commit"] or "unknown")
+    software = [graph[r["@id"]] for r in tool["softwareRequirements"]]
+    packages = {k: v for k, v in prov["packages"].items() if v}
+    assert {s["name"]: s["version"] for s in software} == {"Python": prov["python"], **packages}
+    identities = []
+    for part in graph["#model-codex"]["hasPart"]:
+        properties = [graph[p["@id"]] for p in graph[part["@id"]]["additionalProperty"]]
+        identities.append({p["name"]: p["value"] for p in properties})
+    assert identities == [
+        {k: v if isinstance(v, str) else json.dumps(v) for k, v in i.items() if v is not None}
+        for i in prov["models"]["codex"]
+    ]
+    slim = graph["#run-codex-genegpt-slim"]
+    assert {o["@id"] for o in slim["object"]} >= {"config.json"} and len(slim["object"]) > 1
+    passed, issues = validate_crate(report, tmp_path)
+    assert passed, issues
+    # The check can fail: a file the crate lists, gone.
+    broken = tmp_path / "broken"
+    shutil.copytree(report, broken)
+    (broken / "scores.csv").unlink()
+    passed, issues = validate_crate(broken, tmp_path)
+    assert not passed and any("scores.csv" in issue for issue in issues), issues

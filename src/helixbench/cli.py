@@ -127,8 +127,17 @@ def _report(args) -> None:
 def _compare(args) -> None:
     from .report.comparisons import compare_two
 
-    _, plan = _config_and_plan(args)
-    rows = compare_two(plan, args.a, args.b)
+    if args.scores:
+        from .report.question_scores import read_question_scores
+
+        table = read_question_scores([Path(f) for f in args.scores])
+    else:
+        from .report.question_scores import question_score_table
+        from .report.records import load_scores
+
+        config, plan = _config_and_plan(args)
+        table = question_score_table(plan, load_scores(plan), "")
+    rows = compare_two(table, args.a, args.b)
     print("task\tmetric\tn\ta\tb\ta-b\tp")
     for r in rows:
         print(
@@ -175,6 +184,20 @@ def _plan(args) -> None:
         return
     for line in overlap_summary(questions):
         print(f"overlap: {line}")
+
+
+def _status(args) -> None:
+    from .progress import format_statuses, shard_statuses
+
+    statuses = shard_statuses(Path(args.runs))
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps([asdict(s) for s in statuses], indent=1))
+    elif statuses:
+        print(format_statuses(statuses))
+    else:
+        print(f"no shard under {args.runs} yet")
 
 
 def _recordings(args) -> None:
@@ -277,6 +300,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mirror", help="mirror directory (HELIXBENCH_MIRROR overrides)")
     p.set_defaults(func=_recordings)
 
+    p = sub.add_parser(
+        "status",
+        help="progress of every run shard of the working directory (reads, never writes)",
+    )
+    p.add_argument("--runs", default="results/runs", help="the runs directory")
+    p.add_argument("--json", action="store_true", help="one JSON object per shard")
+    p.set_defaults(func=_status)
+
     for name, func, text in (
         ("report", _report, "write results/report/"),
         ("compare", _compare, "paired test of two runs (--a, --b: 'model / method')"),
@@ -286,6 +317,13 @@ def main(argv: list[str] | None = None) -> None:
         group = p.add_mutually_exclusive_group(required=True)
         group.add_argument("--config", help="config YAML file")
         group.add_argument("--config-json", help="the validated config as JSON")
+        if name == "compare":
+            group.add_argument(
+                "--scores",
+                nargs="+",
+                help="per-question score tables (question_scores.parquet or .csv; several "
+                "working directories' at once) instead of a config",
+            )
         if name == "report":
             p.add_argument("--out-dir", required=True)
         if name == "compare":

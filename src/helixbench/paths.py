@@ -45,6 +45,13 @@ REPORT = (
     ReportFile("table2.csv"),
     ReportFile("genehop.md"),
     ReportFile("provenance.json"),
+    # Per-question scores of every run (report/question_scores.py has the schema).
+    ReportFile("question_scores.parquet"),
+    ReportFile("question_scores.csv"),
+    # What produced the report, as an RO-Crate (report/crate.py), written last, with
+    # the validated config it cites.
+    ReportFile("config.json"),
+    ReportFile("ro-crate-metadata.json"),
     ReportFile("index.html", "index", "Report"),
     ReportFile("leaderboard.csv", "leaderboard", "Scores"),
     ReportFile("genesets_leaderboard.csv", "genesets_leaderboard", "Scores"),

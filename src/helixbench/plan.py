@@ -162,6 +162,12 @@ class Run:
         return list(dict.fromkeys(f"{t.index}/index.json" for t in self.tasks if t.index))
 
     @property
+    def needs_local_stack(self) -> bool:
+        """Whether its jobs load PyTorch: a local model, or a corpus index to embed
+        queries against."""
+        return self.backend.in_process or bool(self.index_markers)
+
+    @property
     def imported(self) -> bool:
         return self.backend.published
 

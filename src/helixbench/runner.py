@@ -17,6 +17,7 @@ from .digests import sha256_json, sha256_text
 from .methods import TaskContext, prepare
 from .models import ModelError, backend, create_model
 from .overlap import ASKED_ONCE
+from .progress import ShardProgress
 from .questions import Question, is_sample, read_questions
 from .recordings import RecordingReader
 from .scoring import Scorers
@@ -154,26 +155,35 @@ def run_shard(
     )
     # Each prompt header is logged once per shard (records log prompts after it).
     logged = {r["header_sha256"] for r in writer.records if r.get("header") is not None}
+    label = f"{spec['model']} / {spec['method']} shard-{shard}-of-{spec['shards']}"
+    progress = ShardProgress(label, output, len(chosen), writer.records)
     failed, in_a_row = [], 0
-    for task, question in todo:
-        setup = setups[task["benchmark"], task["task"]]
-        started = time.perf_counter()
-        result = setup.method.run(question.id, question.text, setup.model, setup.tools)
-        if transient_failure(result):
-            # The server's state, not the question's: no record, so a rerun retries it.
-            failed.append(question.id)
-            in_a_row += 1
-            log.warning("%s: the model call failed (%s); not recorded", question.id, result.error)
-            if in_a_row >= MAX_TRANSIENT_IN_A_ROW:
-                break
-            continue
-        in_a_row = 0
-        record = to_record(result, setup.run_info, time.perf_counter() - started)
-        header = getattr(setup.method, "header", None)
-        if header and result.header_sha256 not in logged:
-            record["header"] = header
-            logged.add(result.header_sha256)
-        writer.append(record)
+    try:
+        for task, question in todo:
+            setup = setups[task["benchmark"], task["task"]]
+            started = time.perf_counter()
+            result = setup.method.run(question.id, question.text, setup.model, setup.tools)
+            if transient_failure(result):
+                # The server's state, not the question's: no record, so a rerun retries it.
+                failed.append(question.id)
+                in_a_row += 1
+                progress.question_failed()
+                log.warning(
+                    "%s: the model call failed (%s); not recorded", question.id, result.error
+                )
+                if in_a_row >= MAX_TRANSIENT_IN_A_ROW:
+                    break
+                continue
+            in_a_row = 0
+            record = to_record(result, setup.run_info, time.perf_counter() - started)
+            header = getattr(setup.method, "header", None)
+            if header and result.header_sha256 not in logged:
+                record["header"] = header
+                logged.add(result.header_sha256)
+            writer.append(record)
+            progress.question_done(record)
+    finally:
+        progress.close(finished=len(writer.records) == len(chosen))
     if failed:
         raise ModelError(
             f"{len(failed)} question(s) of this shard failed on the model server "

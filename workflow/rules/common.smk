@@ -92,7 +92,17 @@ def set_job_environment():
 
 
 set_job_environment()
-CONDA_ENV = "../../environment.yml"
+
+# Each rule's software under --sdm conda (workflow/envs/): fetching and the report
+# need no PyTorch; jobs that run a local model or embed (local, score) do.
+ENVS = {
+    name: f"../envs/{name}.yaml"
+    for name in ("fetch", "run", "local", "score", "report")
+}
+
+
+def get_run_env(wildcards):
+    return ENVS["local" if get_run(wildcards).needs_local_stack else "run"]
 
 
 def verbatim(value):
@@ -222,6 +232,12 @@ def get_live_snapshot_mode(wildcards):
         raise WorkflowError(
             f"no snapshot {wildcards.name!r} under 'snapshots' in the config"
         )
+
+
+def get_live_snapshot_seeds(wildcards):
+    """A snapshot taken from the cache (tools offline or live) waits for its seeding."""
+    mode = get_live_snapshot_mode(wildcards)
+    return list(PLAN.seeds) if mode in ("offline", "live") else []
 
 
 def get_run_shards(wildcards):

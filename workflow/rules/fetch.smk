@@ -9,7 +9,7 @@ rule fetch_upstream:
     wildcard_constraints:
         relpath=r"[^/]+/.+",
     conda:
-        CONDA_ENV
+        ENVS["fetch"]
     params:
         mirror=verbatim(get_mirror_arg()),
         lock=paths.UPSTREAM_LOCK,
@@ -27,6 +27,6 @@ rule questions:
     log:
         "logs/questions.log",
     conda:
-        CONDA_ENV
+        ENVS["fetch"]
     shell:
         "python -m helixbench questions --out {output:q} > {log:q} 2>&1"

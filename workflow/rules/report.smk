@@ -9,7 +9,7 @@ rule report:
     log:
         "logs/report.log",
     conda:
-        CONDA_ENV
+        ENVS["report"]
     params:
         config=verbatim(get_config_json()),
         out_dir=get_output_dir,

@@ -10,7 +10,7 @@ rule build_index:
     log:
         "logs/index/{key}.log",
     conda:
-        CONDA_ENV
+        ENVS["local"]
     threads: 2
     params:
         settings=get_index_settings,

@@ -11,7 +11,7 @@ rule run_shard:
     log:
         "logs/run/{model}/{method}/shard-{shard}-of-{shards}.log",
     conda:
-        CONDA_ENV
+        get_run_env
     threads: RUN_THREADS
     resources:
         # ncbi: one slot for a shard that may reach NCBI; it caps such jobs across a
@@ -36,7 +36,7 @@ rule prepare_local_model:
     log:
         "logs/models/{weights}.log",
     conda:
-        CONDA_ENV
+        ENVS["local"]
     params:
         spec=get_weights_spec,
     shell:

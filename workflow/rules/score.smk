@@ -10,7 +10,7 @@ rule score_run:
     log:
         "logs/score/{model}/{method}.log",
     conda:
-        CONDA_ENV
+        ENVS["score"]
     params:
         spec=get_run_spec,
         scoring=verbatim(json.dumps(PLAN.scoring, sort_keys=True)),

@@ -11,7 +11,7 @@ rule recorded_snapshot:
     wildcard_constraints:
         run_dir=r"[A-Za-z0-9_]+_results(/[A-Za-z0-9_]+)?",
     conda:
-        CONDA_ENV
+        ENVS["fetch"]
     params:
         mask=get_recorded_mask,
         url=get_recorded_url,

@@ -11,7 +11,7 @@ rule seed_tool_cache:
     log:
         "logs/tools/seed-{recording}.log",
     conda:
-        CONDA_ENV
+        ENVS["fetch"]
     params:
         cache=verbatim(get_tools_cache()),
     shell:
@@ -21,12 +21,14 @@ rule seed_tool_cache:
 
 
 rule live_snapshot:
+    input:
+        get_live_snapshot_seeds,
     output:
         paths.LIVE_SNAPSHOT,
     log:
         "logs/snapshot/live/{name}.log",
     conda:
-        CONDA_ENV
+        ENVS["fetch"]
     resources:
         ncbi=1,
     params:

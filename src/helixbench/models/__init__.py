@@ -127,6 +127,9 @@ class Backend:
     recorded = False
     # A published system's outputs, read: its runs take the method ``imported``.
     published = False
+    # Runs the model in the job's own process (PyTorch): its jobs need the local
+    # stack (workflow/envs/local.yaml under --sdm conda).
+    in_process = False
 
     @classmethod
     def threads(cls, spec: dict) -> int:

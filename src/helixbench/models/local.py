@@ -170,6 +170,7 @@ ALL_CORES = 1024
 
 class TransformersModel(Backend):
     name = "transformers"
+    in_process = True
 
     @classmethod
     def create(

@@ -17,6 +17,7 @@ from .. import paths
 from ..plan import Plan
 from ..questions import read_questions
 from .comparisons import comparison_table, shown_comparisons
+from .crate import CONFIG_FILE, CRATE_FILE, write_crate
 from .errors import error_types, table4_agreement
 from .genesets import geneset_percentiles, geneset_table
 from .imported import import_table, imported_runs
@@ -34,6 +35,7 @@ from .question_bank import (
     overlap_golds,
     overlap_table,
 )
+from .question_scores import question_score_table, write_question_scores
 from .records import load_records, load_scores, primary_metric, score_index
 from .scores import score_table
 
@@ -104,6 +106,9 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     ablation_figure(ablation, out_dir)
     prov = provenance(plan, records, config, config_digest)
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
+    write_question_scores(
+        question_score_table(plan, scores, config_digest), out_dir, prov["helixbench"]
+    )
     t2_nodemo = table2(plan, summary, "genegpt_excl_demos")
     tables = {
         "t2": table2(plan, summary, intervals=True),
@@ -173,6 +178,8 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
             "questions": items,
         },
     )
+    described = [n for n in paths.REPORT_FILES if n not in (CRATE_FILE, CONFIG_FILE)]
+    write_crate(out_dir, described, plan, records, prov)
     missing = [name for name in paths.REPORT_FILES if not (out_dir / name).is_file()]
     if missing:  # the report rule declares every file of paths.REPORT as its output
         raise RuntimeError(f"the report did not write {', '.join(missing)}")

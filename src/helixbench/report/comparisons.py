@@ -72,7 +72,10 @@ def shown_comparisons(comparisons: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare_runs(plan: Plan, scores: ScoreIndex, a: str, b: str, benchmark: str, task: str):
-    metric = primary_metric(plan, task)
+    return _compare(scores, a, b, benchmark, task, primary_metric(plan, task))
+
+
+def _compare(scores: ScoreIndex, a: str, b: str, benchmark: str, task: str, metric: str):
     score_a = scores.get((a, task, metric), {})
     score_b = scores.get((b, task, metric), {})
     shared = set(score_a) & set(score_b)
@@ -95,20 +98,29 @@ def compare_runs(plan: Plan, scores: ScoreIndex, a: str, b: str, benchmark: str,
     ]
 
 
-def compare_two(plan: Plan, a: str, b: str) -> list[dict]:
+def compare_two(table: pd.DataFrame, a: str, b: str) -> list[dict]:
     """Paired tests of runs ``a`` and ``b`` (labels ``model / method``) on every task both
-    ran; ConfigError names a run that is not planned, or two that share nothing."""
+    ran, each on its primary metric, from a per-question table (``question_scores``:
+    the report's, or several working directories' read together); ConfigError names a
+    run that is not there, or two that share nothing."""
     from ..errors import ConfigError
-    from .records import load_scores, score_index
+    from .records import score_index
 
-    labels = {r.label: r for r in plan.runs}
+    runs = list(dict.fromkeys(table.run))
     for name in (a, b):
-        if name not in labels:
-            raise ConfigError(f"no run {name!r}; runs: {', '.join(labels)}")
-    of_b = {(t.benchmark, t.task) for t in labels[b].tasks}
-    shared = [(t.benchmark, t.task) for t in labels[a].tasks if (t.benchmark, t.task) in of_b]
-    scores = score_index(load_scores(plan))
-    rows = [row for bench, task in shared for row in compare_runs(plan, scores, a, b, bench, task)]
+        if name not in runs:
+            raise ConfigError(f"no run {name!r}; runs: {', '.join(runs)}")
+    primary = table[table.primary]
+    scores = score_index(primary)
+    tasks = {
+        run: list(dict.fromkeys(zip(of.benchmark, of.task, of.metric, strict=True)))
+        for run, of in primary.groupby("run", sort=False)
+    }
+    of_b = set(tasks[b])
+    rows = []
+    for benchmark, task, metric in tasks[a]:
+        if (benchmark, task, metric) in of_b:
+            rows += _compare(scores, a, b, benchmark, task, metric)
     if not rows:
         raise ConfigError("the two runs share no scored question")
     return rows

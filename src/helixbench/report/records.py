@@ -16,7 +16,18 @@ def load_scores(plan: Plan) -> pd.DataFrame:
         rows += read_jsonl(run.score_path)
     frame = pd.DataFrame(
         rows,
-        columns=["question_id", "model", "method", "benchmark", "task", "metric", "score", "demo"],
+        columns=[
+            "question_id",
+            "model",
+            "method",
+            "benchmark",
+            "task",
+            "metric",
+            "score",
+            "demo",
+            "error",
+            "answered_as",
+        ],
     )
     frame["run"] = [run_label(m, t) for m, t in zip(frame.model, frame.method, strict=True)]
     return frame

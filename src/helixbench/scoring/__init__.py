@@ -30,6 +30,7 @@ rules in ``genegpt``, ``strict`` and ``extracted`` (:data:`.genegpt.SAME_RULES`)
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from .extract import extract_answer
 from .genegpt import genegpt_score
@@ -175,7 +176,9 @@ class Scorers:
             candidates = self._candidates
             if path:  # a larger background: one name a line
                 candidates = [n.strip() for n in open(path, encoding="utf-8") if n.strip()]
-            return PercentileScorer(self.get("embedding"), candidates)
+            # Beside the model cache: the candidates' embeddings, shared by score jobs.
+            cache_dir = Path(self._model_cache).parent / "embeddings" if self._model_cache else None
+            return PercentileScorer(self.get("embedding"), candidates, cache_dir)
         if name in MODEL_SCORERS:
             key = MODEL_SCORERS[name]
             model = self.scoring.get(key, {}).get("model")

@@ -10,6 +10,7 @@ F-measure. An empty answer scores 0.
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -134,12 +135,17 @@ class PercentileScorer:
     share of candidate names less similar to the answer than the true name is, by the
     embedding scorer's model. 1: the true name is the closest of all candidates.
 
-    ``candidates``: the background names (the gold itself is left out of them).
+    ``candidates``: the background names (the gold itself is left out of them);
+    ``cache_dir``: where their embeddings are kept, so that the score jobs of a run
+    (and of later runs) encode the ~1,100 default names once per machine, not each.
     """
 
-    def __init__(self, embedding: EmbeddingScorer, candidates: list[str]):
+    def __init__(
+        self, embedding: EmbeddingScorer, candidates: list[str], cache_dir: Path | None = None
+    ):
         self.embedding = embedding
         self.candidates = list(dict.fromkeys(c for c in candidates if c))
+        self.cache_dir = Path(cache_dir) if cache_dir else None
         self._matrix = None
 
     def identity(self) -> dict:
@@ -151,7 +157,7 @@ class PercentileScorer:
         if not clean_text(answer or ""):
             return 0.0
         if self._matrix is None:
-            self._matrix = self.embedding.encode(self.candidates)
+            self._matrix = self._candidate_matrix()
         answer_vector, gold_vector = self.embedding.encode([answer, gold])
         true = float(answer_vector @ gold_vector)
         others = [
@@ -160,3 +166,27 @@ class PercentileScorer:
             if clean_text(name) != clean_text(gold)
         ]
         return sum(s < true for s in others) / len(others)
+
+    def _candidate_matrix(self):
+        """The candidates' embeddings, from the cache when the same model (and library
+        versions) encoded the same names before."""
+        import numpy as np
+
+        if self.cache_dir is None:
+            return self.embedding.encode(self.candidates)
+        from importlib import metadata
+
+        from ..digests import sha256_json
+
+        versions = {p: metadata.version(p) for p in ("sentence-transformers", "torch")}
+        key = sha256_json([self.embedding.identity(), versions, self.candidates])
+        path = self.cache_dir / f"{key}.npy"
+        if path.exists():
+            return np.load(path)
+        matrix = self.embedding.encode(self.candidates)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:  # np.save would add .npy to the temporary name
+            np.save(fh, matrix)
+        tmp.replace(path)  # atomic: a concurrent job reads the old state or the whole file
+        return matrix

@@ -156,10 +156,37 @@ def recorded_replies(
     return entries
 
 
+def demonstration_replies(items, origin: str, fetched_at: str, cap: int = 10_000):
+    """Cache entries for the NCBI replies a recorded run's prompt header embeds (its
+    demonstrations): a model that repeats a demonstration's call offline gets the
+    reply the header shows, and a snapshot taken offline (``live_snapshot`` with
+    ``tools: offline``) finds every one it asks for in a cache seeded from a run
+    whose header has them all."""
+    from ..recordings import recorded_header
+    from ..snapshots import extract_from_header
+    from .urls import canonical_url, strip_secrets
+
+    snapshot = extract_from_header(recorded_header(items))
+    return [
+        CachedReply(
+            key=canonical_url(reply.url),
+            url=strip_secrets(reply.url),
+            status=200,
+            body=reply.body,
+            rid=reply.rid,
+            truncated_at=cap if reply.body is not None and len(reply.body) >= cap else None,
+            fetched_at=fetched_at,
+            origin=origin,
+        )
+        for reply in snapshot.replies.values()
+    ]
+
+
 def seed_from_recordings(recording: str, cache: ReplyCache, files: list[str]) -> list[dict]:
-    """Put every tool reply the recorded run ``files`` show into ``cache`` (replies
-    already there are kept); returns per file its URL and the replies seeded. The
-    files of one recorded run (one directory) tell their loop variant together."""
+    """Put every tool reply the recorded run ``files`` show, in their answers and in
+    their prompt header's demonstrations, into ``cache`` (replies already there are
+    kept); returns per file its URL and the replies seeded. The files of one recorded
+    run (one directory) tell their loop variant together."""
     from pathlib import Path
 
     from .. import paths
@@ -170,15 +197,20 @@ def seed_from_recordings(recording: str, cache: ReplyCache, files: list[str]) ->
     runs: dict[str, list[str]] = {}
     for path in files:
         runs.setdefault(str(Path(path).parent), []).append(path)
-    seeded = []
+    seeded, demonstrations = [], []
     for path in files:
         url = relpath_url(Path(path).relative_to(paths.UPSTREAM_DIR).as_posix())
         loop = recordings.loop(path, runs[str(Path(path).parent)])
-        entries = recorded_replies(
-            recordings.items(path), f"seed:{recording}", "recorded", url_rule=loop.url_rule
-        )
+        items = recordings.items(path)
+        entries = recorded_replies(items, f"seed:{recording}", "recorded", url_rule=loop.url_rule)
         added = cache.put_many(entries, replace=False)
         seeded.append(
             {"url": url, "replies": len(entries), "added": added, "url_rule": loop.url_rule}
         )
+        demonstrations.append(demonstration_replies(items, f"seed:{recording}", "recorded"))
+    # The demonstrations last: where a question asked a demonstration's URL, the reply
+    # its run got then is the one a replay of it must find.
+    for file, entries in zip(seeded, demonstrations, strict=True):
+        file["demonstrations"] = len(entries)
+        file["added"] += cache.put_many(entries, replace=False)
     return seeded

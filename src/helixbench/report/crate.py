@@ -1,0 +1,255 @@
+"""What produced the report, for machines: ``ro-crate-metadata.json`` makes the report
+directory an RO-Crate 1.3 (https://w3id.org/ro/crate), written with ro-crate-py
+(``rocrate``), that describes its runs as the Process Run Crate profile does (one
+``CreateAction`` per process). It does not claim that profile: its 0.5 version is
+defined on RO-Crate 1.1, and the validator checks this crate against 1.3.
+
+The crate holds the report's files (each with its sha256) and describes:
+- one ``CreateAction`` per run (model x method): its model and helixbench as
+  instruments, the config and the demonstration snapshots it used as objects, the
+  per-question scores as result, and when its last question finished;
+- one ``CreateAction`` for the report itself, whose objects are the upstream files
+  (by URL, with the sha256 found on disk and the one pinned) and the config;
+- helixbench (version, commit), Python and the package versions it ran with, and
+  each model's identity (backend, served id or file digests) as properties.
+
+Its date is the last run record's, not the clock's: the same results give the same
+crate.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..digests import sha256_file
+from ..plan import Plan, RunTask
+
+HELIXBENCH_URL = "https://github.com/helixbench/helixbench"
+CRATE_FILE = "ro-crate-metadata.json"
+CONFIG_FILE = "config.json"
+
+FORMATS = {
+    ".csv": "text/csv",
+    ".md": "text/markdown",
+    ".json": "application/json",
+    ".html": "text/html",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".parquet": "application/vnd.apache.parquet",
+}
+
+
+def _format(name: str) -> str:
+    suffix = Path(name).suffix
+    return FORMATS.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def _date(stamp: float | None) -> str | None:
+    if stamp is None:
+        return None
+    return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="seconds")
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in text)
+
+
+def write_crate(
+    out_dir: Path,
+    files: list[str],
+    plan: Plan,
+    records: dict[RunTask, list[dict]],
+    prov: dict,
+) -> Path:
+    """Write ``out_dir/ro-crate-metadata.json`` over ``files`` (names in ``out_dir``)."""
+    from rocrate.model.contextentity import ContextEntity
+    from rocrate.model.softwareapplication import SoftwareApplication
+    from rocrate.rocrate import ROCrate
+
+    out_dir = Path(out_dir)
+    (out_dir / CONFIG_FILE).write_text(
+        json.dumps(prov["config"], sort_keys=True, separators=(",", ":"))
+    )
+    finished = {
+        run.label: max(
+            (r["finished_at"] for t in run.tasks for r in records.get(t, [])), default=None
+        )
+        for run in plan.runs
+    }
+    last = max((t for t in finished.values() if t is not None), default=None)
+
+    crate = ROCrate()
+
+    def entity(identifier, properties):
+        return crate.add(ContextEntity(crate, identifier, properties))
+
+    root = crate.root_dataset
+    crate.name = "helixbench report"
+    crate.description = (
+        "Scores of tool-augmented language models on genomics questions, with what "
+        "produced them: runs, models, upstream files, software."
+    )
+    root["datePublished"] = _date(last) or datetime.now(UTC).isoformat(timespec="seconds")
+    root["license"] = entity(
+        "#license",
+        {
+            "@type": "CreativeWork",
+            "name": "Terms of the upstream files",
+            "description": (
+                "The report derives from the upstream files it lists (benchmarks, recorded "
+                "runs, published outputs), each under its own repository's license; "
+                "helixbench adds no terms of its own."
+            ),
+        },
+    )
+
+    # Software: helixbench, Python and the packages it ran with.
+    helixbench = prov["helixbench"]
+    packages = [
+        crate.add(
+            SoftwareApplication(
+                crate,
+                f"https://pypi.org/project/{name}/{version}/",
+                {"name": name, "version": version, "url": f"https://pypi.org/project/{name}/"},
+            )
+        )
+        for name, version in prov["packages"].items()
+        if version
+    ]
+    python = crate.add(
+        SoftwareApplication(
+            crate,
+            "#python",
+            {"name": "Python", "version": prov["python"], "url": "https://www.python.org/"},
+        )
+    )
+    tool = crate.add(
+        SoftwareApplication(
+            crate,
+            "#helixbench",
+            {
+                "name": "helixbench",
+                "version": helixbench["version"],
+                "identifier": helixbench.get("commit") or "unknown",
+                "url": HELIXBENCH_URL,
+                "softwareRequirements": [python, *packages],
+            },
+        )
+    )
+
+    # Files of the report, each with its digest.
+    by_name = {}
+    for name in [*files, CONFIG_FILE]:
+        path = out_dir / name
+        properties = {
+            "name": name,
+            "encodingFormat": _format(name),
+            "contentSize": str(path.stat().st_size),
+            "sha256": sha256_file(path),
+        }
+        if name == CONFIG_FILE:
+            properties["description"] = (
+                f"the validated config (canonical JSON); config sha256 {prov['config_sha256']}"
+            )
+        by_name[name] = crate.add_file(path, dest_path=name, properties=properties)
+    config = by_name[CONFIG_FILE]
+
+    # Upstream files, by URL.
+    upstream = [
+        crate.add_file(
+            file["url"],
+            fetch_remote=False,
+            validate_url=False,
+            properties={
+                "name": file["url"].rsplit("/", 1)[-1],
+                "sha256": file["sha256"] or file["pinned"],
+                "description": f"upstream file; pinned sha256 {file['pinned'] or 'none'}",
+            },
+        )
+        for file in prov["upstream"]
+    ]
+
+    # Models and their identities: one a recorded file for a replayed model, one in
+    # all for a served or local one. Not SoftwareApplications (which need a URL and a
+    # version): an API model has neither; its identity is what the server or the
+    # file said it was.
+    models = {}
+    for name, identities in prov["models"].items():
+        parts = []
+        for i, identity in enumerate(identities):
+            properties = [
+                entity(
+                    f"#model-{_slug(name)}-{i}-{_slug(key)}",
+                    {
+                        "@type": "PropertyValue",
+                        "name": key,
+                        "value": value if isinstance(value, str) else json.dumps(value),
+                    },
+                )
+                for key, value in sorted(identity.items())
+                if value is not None
+            ]
+            parts.append(
+                entity(
+                    f"#model-{_slug(name)}-{i}",
+                    {
+                        "@type": "CreativeWork",
+                        "name": f"{name}: identity {i + 1} of {len(identities)}",
+                        "additionalProperty": properties,
+                    },
+                )
+            )
+        models[name] = entity(
+            f"#model-{_slug(name)}",
+            {
+                "@type": "CreativeWork",
+                "name": name,
+                "description": "a model of the config, as its runs identified it",
+                "hasPart": parts,
+            },
+        )
+
+    # Snapshots (by id) and the runs.
+    snapshots = {}
+    for snapshot_id in prov["snapshots"].values():
+        if snapshot_id and snapshot_id not in snapshots:
+            snapshots[snapshot_id] = entity(
+                f"#snapshot-{_slug(snapshot_id)}",
+                {
+                    "@type": "CreativeWork",
+                    "name": f"demonstration snapshot {snapshot_id}",
+                    "identifier": snapshot_id,
+                },
+            )
+    scores = by_name.get("question_scores.parquet")
+    for run in plan.runs:
+        used = {
+            records[t][0]["snapshot_id"]
+            for t in run.tasks
+            if records.get(t) and records[t][0].get("snapshot_id")
+        }
+        action = {
+            "@type": "CreateAction",
+            "name": f"run {run.label}",
+            "instrument": [tool, *([models[run.model]] if run.model in models else [])],
+            "object": [config, *(snapshots[s] for s in sorted(used) if s in snapshots)],
+            "result": [scores] if scores else [],
+        }
+        if finished[run.label] is not None:
+            action["endTime"] = _date(finished[run.label])
+        entity(f"#run-{_slug(run.model)}-{_slug(run.method)}", action)
+    report = {
+        "@type": "CreateAction",
+        "name": "report",
+        "instrument": [tool],
+        "object": [config, *upstream],
+        "result": [by_name[name] for name in files],
+    }
+    if last is not None:
+        report["endTime"] = _date(last)
+    entity("#report", report)
+    crate.metadata.write(out_dir)
+    return out_dir / CRATE_FILE
