@@ -8,6 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+# pytest-xdist runs one test process per core: torch in each gets one thread (set
+# before anything imports torch). Two processes of two threads each on two cores
+# made every local-model test several times slower than alone. Workflow jobs that
+# the tests start still get the threads their rule gives them.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import pytest
 import yaml
 

@@ -323,7 +323,7 @@ def test_smollm2_end_to_end_in_its_chat_template(smollm2_dir, tmp_path):
     from .conftest import SMOLLM2
 
     spec = {**SMOLLM2, "chat_template": True}
-    model = create_model(spec, model_dir=smollm2_dir, threads=2, cache=tmp_path / "m.sqlite")
+    model = create_model(spec, model_dir=smollm2_dir, threads=1, cache=tmp_path / "m.sqlite")
     functions = _functions(tmp_path, None, mode="offline")
     questions = {"q1": "What is the official gene symbol of LMP10?"}
     for method in (

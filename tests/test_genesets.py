@@ -44,17 +44,6 @@ def _tools(tmp_path: Path, server: GeneSetServer, dataset: str | None, mode: str
     return GeneSetTools(ToolExecutor(geneset_settings(settings)), dataset)
 
 
-def _chat_model(llm: OpenAIServer) -> dict:
-    """A chat model served by the loopback OpenAI server (function calling)."""
-    return {
-        "backend": "openai",
-        "api": "chat",
-        "model": "m",
-        "base_url": llm.base_url,
-        "api_key_env": None,
-    }
-
-
 def test_the_three_datasets_and_their_toy_samples(mirror):
     sizes = {task: len(_sets(mirror, task)) for task in GENESET_FILES}
     assert sizes == {
@@ -145,7 +134,7 @@ def test_geneagent_with_the_local_model_and_the_text_protocol(mirror, tmp_path, 
     """A full cascade on a toy set with SmolLM2 (no function calling: the text
     protocol): every stage runs, each claim gets a verdict, and each claim's genes
     reach the g:Profiler, Enrichr and PubTator servers."""
-    model = create_model(SMOLLM2, model_dir=smollm2_dir, threads=2)
+    model = create_model(SMOLLM2, model_dir=smollm2_dir, threads=1)
     method = GeneAgent(max_claims=1, max_tool_rounds=1, max_tokens=24)
     nest = _sets(mirror, "NeST toy")[0]
     with GeneSetServer() as server:
@@ -181,7 +170,7 @@ def test_geneagent_through_function_calling(mirror, tmp_path):
     ]
     with GeneSetServer() as server, OpenAIServer() as llm:
         llm.state.script.extend(script)
-        spec = _chat_model(llm)
+        spec = llm.chat_model()
         model = create_model(spec, cache=tmp_path / "models.sqlite")
         tools = _tools(tmp_path, server, "NeST")
         result = GeneAgent(max_claims=3, max_tool_rounds=2).run(nest.id, nest.text, model, tools)
@@ -219,7 +208,7 @@ def test_a_go_set_never_reaches_gprofiler(mirror, tmp_path):
     ]
     with GeneSetServer() as server, OpenAIServer() as llm:
         llm.state.script.extend(script)
-        spec = _chat_model(llm)
+        spec = llm.chat_model()
         tools = _tools(tmp_path, server, "GO")
         result = GeneAgent(max_tool_rounds=1).run(go.id, go.text, create_model(spec), tools)
         assert result.answer == "photoreceptor outer segment organization"
@@ -238,7 +227,7 @@ def test_closed_book_parses_the_process_line_or_records_a_parse_error(mirror):
     nest = _sets(mirror, "NeST toy")[0]
     with OpenAIServer() as llm:
         llm.state.script.extend(["Analysis.\nProcess: MAPK signaling", "No name."])
-        spec = _chat_model(llm)
+        spec = llm.chat_model()
         model = create_model(spec)
         named = ClosedBook().run(nest.id, nest.text, model, None)
         assert (named.answer, named.error) == ("MAPK signaling", None)

@@ -448,10 +448,10 @@ def test_a_loop_question_runs_offline_with_smollm2(smollm2_dir, tmp_path, record
 
     items = load_recording(recording("geneturing", "001001", "Gene alias"))
     snapshot = extract_from_header(recorded_header(items))
-    method = GeneGPT(build_header("001001", snapshot), max_calls=2, max_tokens=32)
+    method = GeneGPT(build_header("001001", snapshot), max_calls=1, max_tokens=16)
     tools = ToolExecutor(ToolSettings.from_config({"mode": "offline", **_cache_paths(tmp_path)}))
     model = create_model(
-        SMOLLM2, model_dir=smollm2_dir, cache=tmp_path / "models.sqlite", threads=2
+        SMOLLM2, model_dir=smollm2_dir, cache=tmp_path / "models.sqlite", threads=1
     )
     result = method.run("q", items[0].question, model, tools)
     assert result.error in (None, "numError")

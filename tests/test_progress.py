@@ -7,6 +7,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,12 +58,19 @@ def test_status_reads_without_touching_a_torn_partial_file(tmp_path):
     lines = [json.dumps(_record("p", 2, 3)), json.dumps(_record("q", 1, 1, "tool_error"))]
     torn = ("\n".join(lines) + "\n" + '{"question_id": "r", "ev').encode()
     partial.write_bytes(torn)
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True)  # fmt: skip
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     dead = int(finished.stdout)  # a process that has exited: its job was killed
     now = time.time()
-    state = {"total": 5, "resumed_from": 0, "started_at": now - 20, "updated_at": now - 10,
-             "pid": dead, "host": os.uname().nodename}  # fmt: skip
+    state = {
+        "total": 5,
+        "resumed_from": 0,
+        "started_at": now - 20,
+        "updated_at": now - 10,
+        "pid": dead,
+        "host": socket.gethostname(),
+    }
     sidecar_path(partial.with_name("shard-1-of-2.jsonl")).write_text(json.dumps(state))
     statuses = {s.shard: s for s in shard_statuses(runs, now=now)}
     assert partial.read_bytes() == torn  # read only: the torn line stays for the job
@@ -96,15 +104,7 @@ def test_status_of_a_running_shard_then_killed_then_resumed(mirror, tmp_path):
         config = {
             "benchmarks": ["geneturing"],
             "shards": 1,
-            "models": {
-                "llm": {
-                    "backend": "openai",
-                    "api": "chat",
-                    "model": "m",
-                    "base_url": llm.base_url,
-                    "api_key_env": None,
-                },
-            },  # fmt: skip
+            "models": {"llm": llm.chat_model()},
             "runs": [{"model": "llm", "method": "no-tools", "tasks": ["Gene alias"], "sample": 8}],
         }
         run = build_plan(config, mirror).runs[0]

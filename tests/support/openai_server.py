@@ -49,6 +49,16 @@ class OpenAIServer(LoopbackServer):
         super().__init__(state or OpenAIServerState(), _Handler)
         self.base_url = f"{self.base}/v1"
 
+    def chat_model(self) -> dict:
+        """The config entry of a chat model this server serves (no key needed)."""
+        return {
+            "backend": "openai",
+            "api": "chat",
+            "model": "m",
+            "base_url": self.base_url,
+            "api_key_env": None,
+        }
+
 
 class _Handler(QuietHandler):
     state: OpenAIServerState
