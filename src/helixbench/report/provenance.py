@@ -29,6 +29,12 @@ PACKAGES = (
     "openai",
     "matplotlib",
     "jinja2",
+    "biopython",
+    "chromadb",
+    "langchain-text-splitters",
+    "tqdm",
+    "pyarrow",
+    "rocrate",
 )
 
 
