@@ -135,7 +135,7 @@ def _compare(args) -> None:
         from .report.question_scores import question_score_table
         from .report.records import load_scores
 
-        config, plan = _config_and_plan(args)
+        _, plan = _config_and_plan(args)
         table = question_score_table(plan, load_scores(plan), "")
     rows = compare_two(table, args.a, args.b)
     print("task\tmetric\tn\ta\tb\ta-b\tp")

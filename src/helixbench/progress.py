@@ -21,6 +21,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .transcripts import complete_lines, first_of_each_question
+
 # Seconds between two progress lines at most once a second's work is done; every
 # question of a slow model (seconds or minutes each) gets its line.
 INTERVAL_S = float(os.environ.get("HELIXBENCH_PROGRESS_INTERVAL", "10"))
@@ -145,7 +147,7 @@ class ShardProgress:
 class ShardStatus:
     run: str  # "model / method"
     shard: str  # "0 of 2" (shards count from 0, as their files do)
-    state: str  # done, running, stopped (resumes on the next run), or planned-but-absent
+    state: str  # done, running, or stopped (resumes on the next run)
     done: int
     total: int | None
     model_calls: int
@@ -158,19 +160,11 @@ class ShardStatus:
 
 
 def read_counts(path: Path) -> Counts:
-    """The counts of a shard file, read only: a last line torn by a write in progress
-    (or by a kill) is left out, and the file is never changed."""
+    """The counts of a shard file, read as a resuming job reads it (a last line torn by
+    a write in progress is left out) but only read: the file is never changed."""
     counts = Counts()
-    data = path.read_bytes()
-    seen = set()
-    for line in data[: data.rfind(b"\n") + 1].splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            break
-        if record.get("question_id") not in seen:
-            seen.add(record.get("question_id"))
-            counts.add(record)
+    for record in first_of_each_question(complete_lines(path.read_bytes())[0]):
+        counts.add(record)
     return counts
 
 
@@ -211,7 +205,7 @@ def shard_statuses(runs_dir: Path, now: float | None = None) -> list[ShardStatus
                 try:
                     info = json.loads(sidecar.read_text())
                 except (OSError, json.JSONDecodeError):
-                    info = {}  # replaced while read: the next call reads it
+                    pass  # replaced while read: the next call reads it
             total = info.get("total")
             age = now - info["updated_at"] if "updated_at" in info else None
             state = "running" if info and _alive(info) else "stopped"

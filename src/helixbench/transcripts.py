@@ -84,6 +84,30 @@ def read_records(path: Path) -> list[dict]:
     return read_jsonl(path)
 
 
+def complete_lines(data: bytes) -> tuple[list[dict], int]:
+    """The records of a shard file's bytes, up to a last line torn by a kill or a
+    corrupt line (what follows it is redone), and how many bytes they take."""
+    complete = data[: data.rfind(b"\n") + 1]
+    records, keep = [], 0
+    for line in complete.splitlines(keepends=True):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+        keep += len(line)
+    return records, keep
+
+
+def first_of_each_question(records: list[dict]) -> list[dict]:
+    """A duplicate line of a question is harmless: the first one counts."""
+    seen, first = set(), []
+    for record in records:
+        if record["question_id"] not in seen:
+            seen.add(record["question_id"])
+            first.append(record)
+    return first
+
+
 class ShardWriter:
     """Appends records to ``<output>.partial`` and resumes from what it holds."""
 
@@ -99,28 +123,16 @@ class ShardWriter:
         if not self.partial.exists():
             return []
         data = self.partial.read_bytes()
-        complete = data[: data.rfind(b"\n") + 1]  # drop a line torn by a kill
-        records, seen, keep = [], set(), 0
-        for line in complete.splitlines(keepends=True):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                break  # corruption: keep what came before it, redo the rest
-            if record.get("run_key") != self.run_key:
-                stale = self.partial.with_name(self.partial.name + ".stale")
-                self.partial.replace(stale)
-                log.warning(
-                    "%s was written by another configuration; moved to %s", self.partial, stale
-                )
-                return []
-            keep += len(line)
-            if record["question_id"] not in seen:  # a duplicate line is harmless: skip it
-                seen.add(record["question_id"])
-                records.append(record)
+        lines, keep = complete_lines(data)
+        if any(record.get("run_key") != self.run_key for record in lines):
+            stale = self.partial.with_name(self.partial.name + ".stale")
+            self.partial.replace(stale)
+            log.warning("%s was written by another configuration; moved to %s", self.partial, stale)
+            return []
         if keep != len(data):
             with open(self.partial, "r+b") as fh:
                 fh.truncate(keep)
-        return records
+        return first_of_each_question(lines)
 
     @property
     def done(self) -> set[str]:

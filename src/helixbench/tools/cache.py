@@ -130,7 +130,6 @@ def recorded_replies(
     """
     from ..genegpt_format import is_blast_put, parse_rendered_reply
     from ..recordings import recorded_tool_replies
-    from .urls import canonical_url, strip_secrets
 
     entries = []
     for item in items:
@@ -141,19 +140,25 @@ def recorded_replies(
             if not isinstance(value, bytes) and not is_blast_put(url):
                 continue  # only a BLAST Put shows as text (its RID)
             body = value if isinstance(value, bytes) else None
-            entries.append(
-                CachedReply(
-                    key=canonical_url(url),
-                    url=strip_secrets(url),
-                    status=200,
-                    body=body,
-                    rid=None if body is not None else value,
-                    truncated_at=cap if body is not None and len(body) >= cap else None,
-                    fetched_at=fetched_at,
-                    origin=origin,
-                )
-            )
+            rid = None if body is not None else value
+            entries.append(_recorded_reply(url, body, rid, origin, fetched_at, cap))
     return entries
+
+
+def _recorded_reply(url, body, rid, origin: str, fetched_at: str, cap: int) -> CachedReply:
+    """A cache entry for a reply a recording shows (a body, or a BLAST Put's RID)."""
+    from .urls import canonical_url, strip_secrets
+
+    return CachedReply(
+        key=canonical_url(url),
+        url=strip_secrets(url),
+        status=200,
+        body=body,
+        rid=rid,
+        truncated_at=cap if body is not None and len(body) >= cap else None,
+        fetched_at=fetched_at,
+        origin=origin,
+    )
 
 
 def demonstration_replies(items, origin: str, fetched_at: str, cap: int = 10_000):
@@ -164,20 +169,10 @@ def demonstration_replies(items, origin: str, fetched_at: str, cap: int = 10_000
     whose header has them all."""
     from ..recordings import recorded_header
     from ..snapshots import extract_from_header
-    from .urls import canonical_url, strip_secrets
 
     snapshot = extract_from_header(recorded_header(items))
     return [
-        CachedReply(
-            key=canonical_url(reply.url),
-            url=strip_secrets(reply.url),
-            status=200,
-            body=reply.body,
-            rid=reply.rid,
-            truncated_at=cap if reply.body is not None and len(reply.body) >= cap else None,
-            fetched_at=fetched_at,
-            origin=origin,
-        )
+        _recorded_reply(reply.url, reply.body, reply.rid, origin, fetched_at, cap)
         for reply in snapshot.replies.values()
     ]
 
