@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helixbench.loopback.openai import OpenAIServer
 from helixbench.retrieval import (
     DEFAULT_CORPUS,
     Index,
@@ -22,7 +23,6 @@ from helixbench.retrieval import (
 )
 
 from .support.geneset_servers import GeneSetServer
-from .support.openai_server import OpenAIServer
 from .test_workflow import read_csv, snakemake
 
 pytest.importorskip("chromadb")

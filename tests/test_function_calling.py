@@ -10,15 +10,14 @@ from pathlib import Path
 import pytest
 
 from helixbench.loopback.ncbi import NCBIServer
+from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.function_calling import FunctionCalling, demonstration_turns, final_answer
 from helixbench.models import ModelError, create_model
 from helixbench.recordings import load_recording, recorded_header, snapshot_run
 from helixbench.tools.cache import ReplyCache, seed_from_recordings
 from helixbench.tools.executor import ToolExecutor, ToolSettings
-from helixbench.tools.functions import NCBIFunctions, call_of_url, function_urls
+from helixbench.tools.functions import NCBIFunctions, call_of_url, function_urls, reply_text
 from helixbench.tools.urls import canonical_url
-
-from .support.openai_server import OpenAIServer
 
 ESEARCH = {"db": "gene", "term": "LMP10", "retmax": 5, "retmode": "json", "sort": "relevance"}
 EFETCH = {"db": "gene", "id": "19171,5699,8138", "retmax": 5, "retmode": "json"}
@@ -277,6 +276,52 @@ def test_a_call_that_asks_what_codex_asked_gets_the_2023_reply_offline(
     assert canonical_url(function_urls(name, arguments)[0]) == canonical_url(url)
     done = functions.call(name, json.dumps(arguments), "q", 0)
     assert done.error is None and done.requests[0].cache == "hit"
+
+
+def test_a_recorded_blast_call_gets_the_recorded_hits_offline(upstream, tmp_path, monkeypatch):
+    """A seeded BLAST Put holds the RID as GeneGPT rendered it, not NCBI's page: the
+    blast function reads either, so a scripted chat model that asks a recorded
+    question's BLAST call gets the recorded hits offline, as the text protocol does.
+    First the Dm.4 question; then every BLAST call the seeded files show, derived from
+    them."""
+    from helixbench.paths import upstream_path
+    from helixbench.recordings import RecordingReader, recorded_function_calls, recorded_runs
+
+    monkeypatch.chdir(tmp_path)
+    files = []
+    for run in recorded_runs("genegpt-2023", "geneturing", "001001"):
+        if "DNA" in run.task:  # the two tasks that align sequences
+            local = Path(upstream_path(run.file))
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_bytes(upstream(run.file.path).read_bytes())
+            files.append(str(local))
+    seed_from_recordings("genegpt-2023", ReplyCache(tmp_path / "tools.sqlite"), files)
+    functions = _functions(tmp_path, None, mode="offline")
+    reader = RecordingReader()
+    derived = [
+        (item, call)
+        for path in files
+        for item in reader.items(path)
+        for call in recorded_function_calls(item, reader.loop(path, files).url_rule)
+        if call.name == "blast" and call.reply is not None
+    ]
+    genome = next(f for f in files if "Human genome" in f)
+    dm4 = reader.items(genome)[0]  # the demonstration's own sequence
+    assert dm4.final_text.endswith("chr15:91950805-91950932")
+    with OpenAIServer() as model_server:
+        model = _model(model_server)
+        for item, call in [(dm4, recorded_function_calls(dm4)[0]), *derived]:
+            model_server.state.script.extend(
+                [{"tool_calls": [("blast", call.arguments)]}, item.final_text]
+            )
+            result = FunctionCalling().run("q", item.question, model, functions)
+            (event,) = _tool_events(result)
+            assert event["error"] is None, (item.question, event["error"])
+            assert [r["cache"] for r in event["requests"]] == ["hit", "hit"]  # Put, Get
+            assert event["rendered"] == reply_text(call.reply, 10_000)
+            assert "Status=READY" in event["rendered"] and "BLASTN" in event["rendered"]
+            assert result.answer == item.final_text
+    assert len(derived) == 100  # 50 questions a task, one search each
 
 
 def test_the_answer_is_the_last_answer_line():

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from helixbench.config import ConfigError, build_plan
+from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.genesets import (
     ClosedBook,
     GeneAgent,
@@ -25,7 +26,6 @@ from helixbench.tools.genesets import GeneSetTools, geneset_settings
 
 from .conftest import SMOLLM2
 from .support.geneset_servers import GeneSetServer
-from .support.openai_server import OpenAIServer
 
 
 def _sets(mirror: Path, task: str):

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.genegpt import STOP, GeneGPT
 from helixbench.models import (
     CompletionRequest,
@@ -18,7 +19,6 @@ from helixbench.models import (
 from helixbench.models.cache import CachedModel, ModelCache
 
 from .conftest import SMOLLM2
-from .support.openai_server import OpenAIServer
 
 
 def request(prompt: str, index: int = 0, max_tokens: int = 32, **kw) -> CompletionRequest:

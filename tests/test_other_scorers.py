@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from helixbench.config import ConfigError, resolve_scoring
+from helixbench.loopback.openai import OpenAIServer
 from helixbench.scoring import DEFAULT_SCORING, Scorers, get_scorer, scorers_for
 from helixbench.scoring.strict import alias_recall, strict_score
 from helixbench.scoring.text import EmbeddingScorer, clean_text, rouge_scorer_for
-
-from .support.openai_server import OpenAIServer
 
 
 @pytest.mark.parametrize(

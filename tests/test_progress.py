@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from helixbench.config import build_plan
+from helixbench.loopback.openai import OpenAIServer
 from helixbench.progress import ShardProgress, read_counts, shard_statuses, sidecar_path
 from helixbench.questions import local_question_table, write_questions
 
 from .conftest import REPO_ROOT
-from .support.openai_server import OpenAIServer
 
 
 def _record(qid: str, models: int, tools: int, error: str | None = None) -> dict:

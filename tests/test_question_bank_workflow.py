@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helixbench.loopback.openai import OpenAIServer
 from helixbench.questions import load_all
 
-from .support.openai_server import OpenAIServer
 from .test_workflow import read_csv, snakemake
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from helixbench.config import build_plan
 from helixbench.report.html import html_table
-from helixbench.report.operations import cost_table, model_error_notes
+from helixbench.report.operations import cost_table
+from helixbench.run_health import run_warnings
 
 
 def _plan():
@@ -43,7 +44,7 @@ def test_cost_table_keeps_cached_calls_apart_with_their_original_latency():
     assert row.cost_usd == round((100 * 1.0 + 10 * 2.0) / 1e6, 4)  # only the miss is paid
 
 
-def test_runs_holding_model_errors_are_warned_about():
+def test_runs_with_too_many_errors_are_warned_about_with_the_cause():
     plan = _plan()
     alias, snp = plan.tasks
     failed = {"cache": "miss", "error": "HTTP 401 (invalid_api_key): Incorrect API key"}
@@ -51,11 +52,31 @@ def test_runs_holding_model_errors_are_warned_about():
         alias: [_record("a"), _record("b", "model_error", [(failed, 0.1)])],
         snp: [_record("c", "model_error", [(failed, 0.1)])],
     }
-    (note,) = model_error_notes(plan, records)
+    (note,) = run_warnings(plan.tasks, records)
     assert note["level"] == "warning" and (note["model"], note["method"]) == ("m", "genegpt-slim")
     assert note["message"].startswith("2 of 3 questions ended in a model error")
     assert "Incorrect API key" in note["message"]
-    assert model_error_notes(plan, {alias: [_record("a")], snp: []}) == []
+    assert run_warnings(plan.tasks, {alias: [_record("a")], snp: []}) == []
+    # A server that cannot fit the prompts: every question a lengthError, warned with
+    # the cause and the settings; one in ten is under the threshold (20%).
+    refused = {"error": "the request exceeds the available context size", "prompt_chars": 16_512}
+    length = [_record(q, "lengthError", [(refused, 0.1)]) for q in "abcde"]
+    (note,) = run_warnings(plan.tasks, {alias: length, snp: []})
+    assert note["kind"] == "lengthError" and note["message"].startswith("5 of 5 questions")
+    assert "available context size" in note["message"] and "16,512 characters" in note["message"]
+    assert "--parallel" in note["message"] and "`cut_length`" in note["message"]
+    some = [_record(str(i)) for i in range(9)] + [_record("x", "lengthError", [(refused, 0.1)])]
+    assert run_warnings(plan.tasks, {alias: some, snp: []}) == []
+    replayed = build_plan(
+        {
+            "models": {"codex": {"backend": "replay", "recording": "genegpt-2023"}},
+            "benchmarks": ["geneturing"],
+            "runs": [{"model": "codex", "method": "genegpt-slim", "tasks": ["Gene alias"]}],
+        },
+        None,
+    )
+    (task,) = replayed.tasks  # the 2023 model's own errors are facts, not warnings
+    assert run_warnings(replayed.tasks, {task: length}) == []
 
 
 def test_html_tables_show_a_missing_value_as_blank():

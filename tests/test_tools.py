@@ -211,6 +211,38 @@ def test_every_spelling_of_a_url_is_routed_and_keyed_alike(tmp_path, server):
     assert [r.path for r in server.state.received[1:]] == ["/", "/blast/Blast.cgi"]
 
 
+def test_a_route_covers_its_whole_host_or_its_path_and_nothing_reaches_a_routed_host(
+    tmp_path, server
+):
+    """A route of a host alone covers every path of it (``/Blast/Blast.cgi`` too); one
+    with a path covers what lies below it; a URL on a routed host that no route covers
+    is a tool error and never a request to the public host."""
+    host_wide = ToolExecutor(settings(tmp_path, server, mode="refresh"))
+    result = call(host_wide, "https://blast.ncbi.nlm.nih.gov/Blast/Blast.cgi?CMD=Put&QUERY=ACGT")
+    assert result.origin.startswith("live http://127.0.0.1")
+    assert server.state.received[-1].path == "/Blast/Blast.cgi"
+    routes = {  # a path route, spelt loosely: the prefix is normalised like a request
+        "HTTPS://BLAST.ncbi.nlm.nih.gov:443/blast/Blast.cgi": f"{server.base}/blast/Blast.cgi",
+        "https://eutils.ncbi.nlm.nih.gov/entrez/eutils": f"{server.base}/entrez/eutils",
+    }
+    executor = ToolExecutor(settings(tmp_path / "paths", None, mode="refresh", routes=routes))
+    sent = len(server.state.received)
+    ok = call(executor, "https://blast.ncbi.nlm.nih.gov/blast//Blast.cgi?CMD=Put&QUERY=ACGT")
+    assert ok.error is None and server.state.received[-1].path == "/blast/Blast.cgi"
+    for url in (
+        "https://blast.ncbi.nlm.nih.gov/Blast/Blast.cgi?CMD=Put&QUERY=ACGT",
+        "https://blast.ncbi.nlm.nih.gov/Blast.cgi?CMD=Put&QUERY=ACGT",
+        "https://eutils.ncbi.nlm.nih.gov/entrez/eutilsx/esearch.fcgi?db=gene&term=X",
+    ):
+        refused = call(executor, url)
+        assert refused.error.startswith("refused: tools.routes route"), (url, refused)
+        assert "not sent to the public host" in refused.error
+    assert len(server.state.received) == sent + 1  # the covered one only
+    assert executor.cache.count("requests") == 1  # nothing else left the process
+    with pytest.raises(ValueError, match="not a URL prefix"):
+        ToolExecutor(settings(tmp_path, server, routes={"https://x.org/a?b=1": "http://y"}))
+
+
 def test_an_overlong_url_is_refused_and_kept_short(tmp_path, server):
     executor = ToolExecutor(settings(tmp_path, server, http={"max_url_length": 100}))
     url = ESEARCH + "A" * 10_000

@@ -166,8 +166,7 @@ def test_a_server_that_goes_down_leaves_no_final_record_and_the_rerun_resumes(
     failures in a row (the job fails), keeps the 4 records, and the rerun asks the
     server for exactly the questions that failed and the rest."""
     from helixbench.cli import main
-
-    from .support.openai_server import OpenAIServer
+    from helixbench.loopback.openai import OpenAIServer
 
     monkeypatch.chdir(tmp_path)
     with OpenAIServer() as server:
@@ -195,8 +194,7 @@ def test_a_key_the_server_repeats_back_is_kept_nowhere(
     """A 401 body that quotes the API key: the run records a model_error without it,
     and no file the run writes, and no log line, holds it."""
     from helixbench.cli import main
-
-    from .support.openai_server import OpenAIServer
+    from helixbench.loopback.openai import OpenAIServer
 
     key = "sk-proj-REPEATED0123456789"
     monkeypatch.setenv("HELIXBENCH_TEST_KEY", key)

@@ -112,7 +112,11 @@ def _config_and_plan(args):
     else:
         import yaml
 
+        from .config_schema import SCHEMA, check_config
+
         config = yaml.safe_load(Path(args.config).read_text())
+        if SCHEMA.is_file():  # beside a clone's workflow; an installed package has none
+            check_config(config, [args.config])
     return config, build_plan(config, resolve_mirror(config.get("mirror")))
 
 

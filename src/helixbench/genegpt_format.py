@@ -27,6 +27,8 @@ URL_PATTERN = re.compile(r"\[(https?://[^\[\]]+)\]")
 LAST_URL_PATTERN = re.compile(r"\[(https?://[^\[\]]+)\]\Z")
 URL_RULES = ("first", "last")
 RID_PATTERN = re.compile(r"RID = (.*)\n")
+# A BLAST request id as NCBI issues them (11 letters and digits today).
+RID_SHAPE = re.compile(r"^[A-Z0-9]{6,32}$")
 # A prompt mask: six digits 0/1, Dc.1 Dc.2 Dm.1-4 (every use writes it with this).
 MASK = r"[01]{6}"
 MASK_PATTERN = re.compile(rf"^{MASK}$")
@@ -63,6 +65,17 @@ def is_blast_put(url: str) -> bool:
     return "blast" in url and "Put" in url
 
 
+def blast_rid(value: bytes | str) -> str | None:
+    """The request id a BLAST Put's reply holds: NCBI's page (``RID = ...``), or, for a
+    reply seeded from a recording, the id alone as GeneGPT's loop rendered it; None
+    when it holds none (an error, another page)."""
+    if isinstance(value, bytes):
+        match = RID_PATTERN.search(value.decode("utf-8", "replace"))
+        return match.group(1) if match else None
+    text = value.strip()
+    return text if RID_SHAPE.match(text) else None
+
+
 def render_reply(url: str, value: bytes | str, cap: int | None) -> str:
     """How a reply appears in the prompt: ``repr`` of the bytes (cut to ``cap``), or plain text.
 
@@ -70,8 +83,7 @@ def render_reply(url: str, value: bytes | str, cap: int | None) -> str:
     out, a tool error) show as they are.
     """
     if isinstance(value, bytes) and is_blast_put(url):
-        match = RID_PATTERN.search(value.decode("utf-8", "replace"))
-        value = match.group(1) if match else "Error: no RID in the BLAST Put reply"
+        value = blast_rid(value) or "Error: no RID in the BLAST Put reply"
     if cap is not None:
         value = value[:cap]
     return value if isinstance(value, str) else repr(value)

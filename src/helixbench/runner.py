@@ -20,6 +20,7 @@ from .overlap import ASKED_ONCE
 from .progress import ShardProgress
 from .questions import Question, is_sample, read_questions
 from .recordings import RecordingReader
+from .run_health import shard_warnings
 from .scoring import Scorers
 from .transcripts import ShardWriter, read_records, to_record
 
@@ -194,6 +195,8 @@ def run_shard(
             transient=True,
         )
     writer.finalize([q.id for _, q in chosen])
+    for message in shard_warnings(spec, writer.records):
+        log.warning("%s: %s", label, message)
 
 
 # A shard stops after this many questions in a row whose model call failed transiently

@@ -7,17 +7,36 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
+from snakemake.sourcecache import LocalSourceFile
 from snakemake.utils import validate
 
-# Jobs run the helixbench code of this checkout, installed or not.
-SRC_DIR = Path(workflow.basedir).parent / "src"
-sys.path.insert(0, str(SRC_DIR))
+
+def local_workflow_dir():
+    """This workflow's directory (workflow/) on this machine: in a clone, or where the
+    workflow is used as a module from a local path (workflow.basedir is then the
+    user's project, so the rule file's own directory is asked). None for a module
+    loaded from a remote (GitHub)."""
+    here = workflow.current_basedir  # workflow/rules, also inside a module
+    if not isinstance(here, LocalSourceFile):
+        return None
+    return Path(here.get_path_or_uri(secret_free=True)).resolve().parent
+
+
+# Jobs run the helixbench package beside this workflow (workflow/../src); a module
+# loaded from a remote has none, and uses the helixbench installed in its environment.
+WORKFLOW_DIR = local_workflow_dir()
+SRC_DIR = WORKFLOW_DIR.parent / "src" if WORKFLOW_DIR else None
+if SRC_DIR is not None and not (SRC_DIR / "helixbench" / "__init__.py").is_file():
+    SRC_DIR = None
+if SRC_DIR is not None:
+    sys.path.insert(0, str(SRC_DIR))
 
 from helixbench import paths
 from helixbench.questions import question_files
 from helixbench.fetch import FetchError, resolve_mirror
 from helixbench.models.local import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
+from helixbench.config_schema import check_config
 from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.tools.executor import ToolSettings
@@ -26,6 +45,15 @@ from helixbench.retrieval import corpus_files, user_documents
 
 UPSTREAM_MANIFEST = manifest()
 
+# Our check first: one line naming the key (Snakemake's own prints the whole schema);
+# then Snakemake's, which fills in the schema's defaults.
+try:
+    if WORKFLOW_DIR:
+        check_config(
+            config, workflow.configfiles, WORKFLOW_DIR / "schemas/config.schema.yaml"
+        )
+except ConfigError as exc:
+    raise WorkflowError(f"invalid config: {exc}")
 validate(config, schema="../schemas/config.schema.yaml")
 
 try:
@@ -80,7 +108,7 @@ def set_job_environment():
     """Jobs run this checkout's code (src/), with Snakemake's own Python unless conda is
     used, and get the config's tools settings (not a param: tuning them reruns nothing).
     """
-    env = f"export PYTHONPATH={shlex.quote(str(SRC_DIR))}; "
+    env = f"export PYTHONPATH={shlex.quote(str(SRC_DIR))}; " if SRC_DIR else ""
     tools = json.dumps(PLAN.tools, sort_keys=True)
     # The prefix is formatted like a shell command: double the JSON's braces.
     tools = shlex.quote(tools).replace("{", "{{").replace("}", "}}")

@@ -3,9 +3,10 @@ dry runs: a threaded HTTP server on 127.0.0.1 (never another address) whose hand
 sees one state object, started and stopped as a context.
 
 :mod:`.ncbi` stands in for E-utils and BLAST (the tests and the benchmarks use it;
-so can a user who wants to try ``tools: live`` without the network). The tests'
-own servers (an OpenAI-compatible one, GeneAgent's services) are in
-``tests/support/``.
+so can a user who wants to try ``tools: live`` without the network); :mod:`.openai`
+for an OpenAI-compatible model server (scripted replies, injected faults, a latency
+and a capacity, for the tests and the throughput benchmark). The tests' own
+GeneAgent services are in ``tests/support/``.
 """
 
 from __future__ import annotations

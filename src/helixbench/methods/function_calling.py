@@ -19,7 +19,8 @@ Options, each a method setting, so each can be ablated like GeneGPT's mask:
 ``demonstrations`` (GeneGPT's four demonstrations as chat turns with function
 calls, their replies from the method's snapshot, as GeneGPT's header embeds them:
 a like-for-like comparison with the text protocol), ``max_tool_rounds``,
-``reply_cap`` (characters of a function's result the model sees),
+``reply_cap`` (bytes of a function's result the model sees, cut before decoding
+as GeneGPT cuts replies, so a seeded recorded reply and a live one show alike),
 ``parallel_tool_calls`` (false: one call a turn; a further call in the same turn
 is answered with a tool error) and ``max_tokens``.
 """
@@ -41,7 +42,7 @@ from ..models import (
 )
 from ..snapshots import Snapshot
 from ..tools import create_toolbox, tool_settings
-from ..tools.functions import NCBIFunctions, call_of_url
+from ..tools.functions import NCBIFunctions, call_of_url, reply_text
 from ..transcripts import Event, QuestionResult
 from . import Prepared
 from .genegpt import DEMONSTRATIONS, demonstration_urls
@@ -80,7 +81,8 @@ class FunctionCalling:
     def from_spec(cls, spec: dict, snapshot: Snapshot | None) -> FunctionCalling:
         settings = {k: spec[k] for k in cls.SETTINGS if k in spec}
         tools = spec["kind"] == "function-calling"
-        demos = demonstration_turns(snapshot) if snapshot is not None and tools else ()
+        cap = settings.get("reply_cap", cls.reply_cap)
+        demos = demonstration_turns(snapshot, cap) if snapshot is not None and tools else ()
         return cls(demonstrations=demos, tools=tools, **settings)
 
     @property
@@ -154,7 +156,7 @@ def final_answer(text: str) -> str:
     return "\n".join(lines[starts[-1] :]) if starts else (text or "").strip()
 
 
-def demonstration_turns(snapshot: Snapshot) -> tuple[dict, ...]:
+def demonstration_turns(snapshot: Snapshot, cap: int | None = None) -> tuple[dict, ...]:
     """GeneGPT's four demonstrations as chat turns: the question, one function call a
     turn (the call that sends the demonstration's URL), the snapshot's reply to it as
     the tool message (a BLAST search shows its results), then the answer."""
@@ -172,8 +174,7 @@ def demonstration_turns(snapshot: Snapshot) -> tuple[dict, ...]:
                 _assistant_turn("", [{"id": call_id, "name": name, "arguments": arguments}])
             )
             shown = urls[u + 1] if name == "blast" else url  # the results, not the RID
-            value = snapshot.reply(shown).value()
-            content = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            content = reply_text(snapshot.reply(shown).value(), cap)
             turns.append({"role": "tool", "tool_call_id": call_id, "content": content})
         turns.append({"role": "assistant", "content": f"Answer: {demo.answer}"})
     return tuple(turns)

@@ -16,6 +16,7 @@ import pandas as pd
 from .. import paths
 from ..plan import Plan
 from ..questions import read_questions
+from ..run_health import run_warnings
 from .comparisons import comparison_table, shown_comparisons
 from .crate import CONFIG_FILE, CRATE_FILE, write_crate
 from .errors import error_types, table4_agreement
@@ -24,7 +25,7 @@ from .imported import import_table, imported_runs
 from .layouts import ablation_table, genehop_table, table2
 from .leaderboard import geneset_leaderboard, leaderboard
 from .markdown import _markdown
-from .operations import cost_table, error_table, model_error_notes, replay_table
+from .operations import cost_table, error_table, replay_table
 from .protocols import protocol_table, protocol_tests
 from .provenance import provenance
 from .question_bank import (
@@ -129,7 +130,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "genesets": genesets,
         "bank": bank_section if covered else None,
     }
-    notes = plan.notes + model_error_notes(plan, records)
+    notes = plan.notes + run_warnings(plan.tasks, records)
     (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
     replay_calls = int(replay.calls.sum()) if not replay.empty else 0
     items, left_out = question_items(

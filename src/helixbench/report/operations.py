@@ -1,5 +1,5 @@
-"""How the runs went: replay fidelity, time, tokens and cost, errors per task, and
-warnings about runs that hold model errors."""
+"""How the runs went: replay fidelity, time, tokens and cost, and errors per task
+(the warnings about runs with too many errors: :mod:`helixbench.run_health`)."""
 
 from __future__ import annotations
 
@@ -159,32 +159,3 @@ def error_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def model_error_notes(plan: Plan, records: dict[RunTask, list[dict]]) -> list[dict]:
-    """A warning for every run and benchmark whose records hold model errors (calls that
-    failed for good: a bad request, a malformed reply), with the first message."""
-    notes, counts = [], {}
-    for task in plan.tasks:
-        key = (task.model, task.method, task.benchmark)
-        failed = [r for r in records[task] if r["error"] == "model_error"]
-        seen, total, first = counts.get(key, (0, 0, None))
-        if failed and first is None:
-            first = next(
-                (e["data"].get("error") for e in failed[0]["events"] if e["data"].get("error")),
-                None,
-            )
-        counts[key] = (seen + len(failed), total + len(records[task]), first)
-    for (model, method, benchmark), (failed, total, first) in counts.items():
-        if failed:
-            message = f"{failed} of {total} questions ended in a model error"
-            notes.append(
-                {
-                    "level": "warning",
-                    "model": model,
-                    "method": method,
-                    "benchmark": benchmark,
-                    "message": message + (f" (the first: {first})" if first else ""),
-                }
-            )
-    return notes

@@ -148,6 +148,7 @@ class ToolExecutor:
         self._session.trust_env = False  # no proxies or .netrc credentials from the environment
         self._session.headers["User-Agent"] = f"helixbench/{__version__}"
         self._limiters: dict[str, RateLimiter] = {}
+        self._routes = route_table(settings.routes)
         self._searches: dict[str, tuple[float, int]] = {}  # BLAST RID -> (submitted, RTOE s)
 
     # -- the Toolbox interface -------------------------------------------------------
@@ -212,7 +213,7 @@ class ToolExecutor:
             rid=None,
             truncated_at=None,
             fetched_at=utc_now(),
-            origin="live " + self._route(f"https://{host}/").rstrip("/"),
+            origin="live " + self._origin(request.url),
             elapsed_s=reply.elapsed_s,
         )
         self.cache.put(stored)
@@ -293,16 +294,32 @@ class ToolExecutor:
         return self._limiters[host]
 
     def _route(self, url: str) -> str:
-        for prefix, target in self.settings.routes.items():
-            if url.startswith(prefix):
+        """Where a checked public ``url`` is sent: a route's target where one covers it,
+        the public URL where none names its host; a host that routes name is never
+        reached past them (a URL on it that no route covers is a _Failure)."""
+        host = urlsplit(url).hostname
+        for prefix, target in self._routes:
+            if _covers(prefix, url):
                 return target + url[len(prefix) :]
+        if any(urlsplit(prefix).hostname == host for prefix, _ in self._routes):
+            covered = ", ".join(p for p, _ in self._routes if urlsplit(p).hostname == host)
+            raise _Failure(
+                f"refused: tools.routes route {host} ({covered}) but none covers "
+                f"{abridged(strip_secrets(url))}; it is not sent to the public host"
+            )
         return url
 
     def _unroute(self, url: str) -> str:
-        for prefix, target in self.settings.routes.items():
-            if url.startswith(target):
+        for prefix, target in self._routes:
+            if _covers(target, url):
                 return prefix + url[len(target) :]
         return url
+
+    def _origin(self, url: str) -> str:
+        """Where the reply to ``url`` came from, as a cached reply names it: the scheme
+        and host it was sent to."""
+        sent = urlsplit(self._route(url))
+        return f"{sent.scheme}://{sent.netloc}"
 
     def _send_url(self, host: str, url: str) -> str:
         url = strip_secrets(url)
@@ -321,12 +338,13 @@ class ToolExecutor:
         redirects, attempt, started = 0, 0, time.perf_counter()
         while True:
             attempt += 1
+            destination = self._send_url(host, url)  # a _Failure before anything is sent
             self._limiter(host).acquire()
             key, shown = canonical_url(url), strip_secrets(url)
             at, t0 = utc_now(), time.perf_counter()
             status, content, error, retry_after = None, b"", None, None
             try:
-                status, content, headers = self._send(self._send_url(host, url), body)
+                status, content, headers = self._send(destination, body)
                 retry_after = _retry_after(headers.get("Retry-After"))
                 location = headers.get("Location")
             except requests.Timeout:
@@ -404,6 +422,34 @@ class ToolExecutor:
                     raise requests.Timeout()
                 chunks.append(chunk)
             return response.status_code, b"".join(chunks), response.headers
+
+
+def route_table(routes: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``tools.routes`` as (public prefix, target) pairs, the most specific first, each
+    prefix in the canonical spelling requests are matched in. A prefix of a host alone
+    (``https://blast.ncbi.nlm.nih.gov``) covers every path of it; one with a path covers
+    that path and what lies below it."""
+    table = []
+    for prefix, target in routes.items():
+        try:
+            public = normalise_url(prefix)
+        except UnsafeURL as exc:
+            raise ValueError(f"tools.routes: {prefix!r} is not a URL ({exc})") from None
+        if urlsplit(public).query or not urlsplit(public).hostname:
+            raise ValueError(f"tools.routes: {prefix!r} is not a URL prefix (scheme, host, path)")
+        if public.endswith("/") and not target.endswith("/"):
+            target += "/"
+        table.append((public, target))
+    return sorted(table, key=lambda pair: -len(pair[0]))
+
+
+def _covers(prefix: str, url: str) -> bool:
+    """Whether a route's ``prefix`` covers ``url``: the same, or below it by a path
+    segment (``/blast`` covers ``/blast/Blast.cgi``, not ``/blastx``) or a query."""
+    if not url.startswith(prefix):
+        return False
+    rest = url[len(prefix) :]
+    return prefix.endswith("/") or rest[:1] in ("", "/", "?")
 
 
 def request_key(request: ToolRequest) -> str:

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from ..genegpt_format import RID_PATTERN
+from ..genegpt_format import blast_rid
 from . import ToolRequest, ToolResult
 
 EUTILS = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/"
@@ -177,15 +177,17 @@ class NCBIFunctions:
             return call
         result = self._request(call, urls[0], question_id, index)
         if name == "blast" and result.error is None:
-            rid = RID_PATTERN.search(_text(result.value()))
+            # NCBI's page, or a seeded recording's RID: a Put serves every protocol alike
+            rid = blast_rid(result.value())
             if rid is None:
                 result = ToolResult(result.url, index, error="no RID in BLAST's reply")
             else:  # the executor waits for the search as NCBI asks, then fetches it
-                get = {**BLAST_GET, "RID": rid.group(1).strip()}
+                get = {**BLAST_GET, "RID": rid.strip()}
                 result = self._request(call, f"{BLAST}?{urlencode(get)}", question_id, index)
         call.error = result.error
-        call.text = f"Error: {result.error}" if result.error else _text(result.value())
-        call.text = call.text[: self.reply_cap]
+        call.text = (
+            f"Error: {result.error}" if result.error else reply_text(result.value(), self.reply_cap)
+        )
         return call
 
     def refuse(self, name: str, raw_arguments, why: str) -> ToolCall:
@@ -277,5 +279,13 @@ def _integer(value, key: str) -> int:
     return number
 
 
-def _text(value) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+def reply_text(value: bytes | str, cap: int | None = None) -> str:
+    """A reply as a function's result shows it: its first ``cap`` bytes, decoded.
+
+    Bytes, not characters, as GeneGPT's loop cuts replies: a reply seeded from a
+    recording holds only the first 10,000 bytes upstream kept, and the same cut of a
+    live reply shows the model the same text (a character cap would reach past the
+    seeded bytes wherever a reply has non-ASCII text)."""
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    return (value if cap is None else value[:cap]).decode("utf-8", "replace")
