@@ -101,7 +101,7 @@ def smollm2_dir(tmp_path_factory):
     pytest.importorskip("transformers")
     import fcntl
 
-    from helixbench.models.local import convert_gguf
+    from helixbench.models.gguf import convert_gguf
 
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):  # <session>/popen-gw<n>: share <session>

@@ -363,7 +363,7 @@ def test_smollm2_end_to_end_in_its_chat_template(smollm2_dir, tmp_path):
     """SmolLM2's chat template renders no tools: it gets the <tool_call> text convention.
     It may answer badly; every turn and call must be run and recorded, the same on a
     rerun from the response cache."""
-    from helixbench.models.local import TOOL_CALL_START
+    from helixbench.models.tool_calls import TOOL_CALL_START
 
     from .conftest import SMOLLM2
 
@@ -391,7 +391,7 @@ def test_smollm2_end_to_end_in_its_chat_template(smollm2_dir, tmp_path):
 
 
 def test_tool_calls_are_read_in_the_tag_convention_and_as_llama_json():
-    from helixbench.models.local import parse_tool_calls
+    from helixbench.models.tool_calls import parse_tool_calls
 
     text = (
         'Let me look.\n<tool_call>{"name": "esearch", "arguments": {"db": "gene"}}</tool_call>'
@@ -429,7 +429,7 @@ def test_a_template_that_renders_tools_gets_them_and_others_get_the_convention(
     """Which local models get which: a chat template that renders tools is given the
     schemas; SmolLM2's own template is given the <tool_call> convention."""
     from helixbench.models import CompletionRequest
-    from helixbench.models.local import TOOL_CALL_CONVENTION
+    from helixbench.models.tool_calls import TOOL_CALL_CONVENTION
 
     from .conftest import SMOLLM2
 

@@ -113,6 +113,7 @@ def test_status_of_a_running_shard_then_killed_then_resumed(mirror, tmp_path):
         command = [sys.executable, "-m", "helixbench", "run", "--spec", json.dumps(run.spec())]
         command += ["--shard", "0", "--questions", str(questions), "--out", str(output)]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+        env["HELIXBENCH_SERVING"] = json.dumps({"llm": {"concurrency": 1}})  # one at a time
         with open(tmp_path / "first.log", "w") as log:
             job = subprocess.Popen(command, cwd=tmp_path, stderr=log, env=env)
             deadline = time.time() + 60

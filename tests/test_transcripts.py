@@ -169,6 +169,9 @@ def test_a_server_that_goes_down_leaves_no_final_record_and_the_rerun_resumes(
     from helixbench.loopback.openai import OpenAIServer
 
     monkeypatch.chdir(tmp_path)
+    # One question at a time, so that the failures come in a known order (many in
+    # flight: tests/test_concurrency.py).
+    monkeypatch.setenv("HELIXBENCH_SERVING", json.dumps({"local": {"concurrency": 1}}))
     with OpenAIServer() as server:
         spec, questions = _loopback_shard(upstream, mirror, tmp_path, server)
         out = tmp_path / "shard.jsonl"

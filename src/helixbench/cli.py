@@ -72,7 +72,7 @@ def _run(args) -> None:
 
 
 def _prepare_model(args) -> None:
-    from .models.local import convert_gguf
+    from .models.gguf import convert_gguf
 
     info = convert_gguf(json.loads(args.spec), Path(args.out))
     logging.info("converted %s to %s", info["identity"], args.out)

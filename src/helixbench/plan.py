@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import paths
-from .models import Backend, backend
+from .models import SERVING_SETTINGS, Backend, backend
 from .paths import upstream_path
 from .questions import question_files, slugify
 from .recordings import RecordedRun
@@ -208,7 +208,8 @@ class Run:
             "model": self.model,
             "method": self.method,
             "shards": self.shards,
-            "model_spec": self.model_spec,
+            # without the serving settings: they shape no record (models.SERVING_ENV)
+            "model_spec": {k: v for k, v in self.model_spec.items() if k not in SERVING_SETTINGS},
             "method_spec": self.first.method_spec,
             "tools": self.first.tools,
             "sample": self.first.sample,
@@ -269,6 +270,15 @@ class Plan:
         if self._pinned is None:  # asked once per fetch job: index the files once
             self._pinned = {f.relpath: f for f in self.upstream_files()}
         return self._pinned.get(relpath)
+
+    def serving(self) -> dict[str, dict]:
+        """Model name -> its serving settings (``concurrency``), for the run jobs."""
+        out = {}
+        for run in self.runs:
+            settings = {k: run.model_spec[k] for k in SERVING_SETTINGS if k in run.model_spec}
+            if settings:
+                out[run.model] = settings
+        return out
 
     def endpoints(self) -> dict[str, int]:
         """Resource name -> concurrent jobs allowed, for every model server in the plan."""

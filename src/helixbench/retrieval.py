@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,22 +237,27 @@ class Index:
         self.key = facts["key"]
         self._collection = _client(self.path / "chroma").get_collection(COLLECTION)
         self._model = None
+        # Questions answered at once (a served model) search one at a time: one model
+        # load, and Chroma's client used by one thread at a time.
+        self._lock = threading.Lock()
 
     def embed(self, text: str) -> np.ndarray:
-        if self._model is None:
-            self._model = embedder(self.settings)
-        return self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
+        with self._lock:
+            if self._model is None:
+                self._model = embedder(self.settings)
+            return self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
 
     def search(
         self, query: str, search: str = "mmr", k: int = 3, fetch_k: int = 20, lambda_mult=0.5
     ) -> list[Retrieved]:
         vector = self.embed(query)
         n = max(k, fetch_k) if search == "mmr" else k
-        found = self._collection.query(
-            query_embeddings=[vector.tolist()],
-            n_results=n,
-            include=["documents", "metadatas", "distances", "embeddings"],
-        )
+        with self._lock:
+            found = self._collection.query(
+                query_embeddings=[vector.tolist()],
+                n_results=n,
+                include=["documents", "metadatas", "distances", "embeddings"],
+            )
         ids, docs = found["ids"][0], found["documents"][0]
         metas, distances = found["metadatas"][0], found["distances"][0]
         order = list(range(min(k, len(ids))))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .digests import sha256_json, sha256_text
 from .methods import TaskContext, prepare
-from .models import ModelError, backend, create_model
+from .models import ModelError, backend, create_model, serving_settings
 from .overlap import ASKED_ONCE
 from .progress import ShardProgress
 from .questions import Question, is_sample, read_questions
@@ -117,14 +117,19 @@ def run_shard(
     model_cache: Path | None = None,
     model_dir: Path | None = None,
     threads: int | None = None,
+    serving: dict | None = None,
 ) -> None:
+    """Answer the questions of ``shard`` into ``output``. ``serving``: the model's
+    serving settings (``concurrency``), by default those the workflow passed down."""
     every = read_questions(questions_path)
     chosen = shard_questions(every, spec, shard)
     shared_model = None
     if not backend(spec["model_spec"]["backend"]).recorded:  # one model (one load) for all tasks
         caches = Path(model_cache).parent if model_cache else None
+        if serving is None:
+            serving = serving_settings(spec["model"])
         shared_model = create_model(
-            spec["model_spec"],
+            {**spec["model_spec"], **serving},
             cache=model_cache,
             prefix_cache=caches / "prefixes" if caches else None,
             lock_dir=caches / "locks" if caches else None,
@@ -158,12 +163,20 @@ def run_shard(
     logged = {r["header_sha256"] for r in writer.records if r.get("header") is not None}
     label = f"{spec['model']} / {spec['method']} shard-{shard}-of-{spec['shards']}"
     progress = ShardProgress(label, output, len(chosen), writer.records)
+    in_flight = questions_in_flight(shared_model, setups)
     failed, in_a_row = [], 0
+
+    def answer(task, question):
+        setup = setups[task["benchmark"], task["task"]]
+        started = time.perf_counter()
+        result = setup.method.run(question.id, question.text, setup.model, setup.tools)
+        return setup, question, result, time.perf_counter() - started
+
+    def stopping() -> bool:  # the server is down: start no more questions
+        return in_a_row >= MAX_TRANSIENT_IN_A_ROW
+
     try:
-        for task, question in todo:
-            setup = setups[task["benchmark"], task["task"]]
-            started = time.perf_counter()
-            result = setup.method.run(question.id, question.text, setup.model, setup.tools)
+        for setup, question, result, wall_s in answered(answer, todo, in_flight, stopping):
             if transient_failure(result):
                 # The server's state, not the question's: no record, so a rerun retries it.
                 failed.append(question.id)
@@ -172,11 +185,10 @@ def run_shard(
                 log.warning(
                     "%s: the model call failed (%s); not recorded", question.id, result.error
                 )
-                if in_a_row >= MAX_TRANSIENT_IN_A_ROW:
-                    break
                 continue
-            in_a_row = 0
-            record = to_record(result, setup.run_info, time.perf_counter() - started)
+            if not stopping():
+                in_a_row = 0
+            record = to_record(result, setup.run_info, wall_s)
             header = getattr(setup.method, "header", None)
             if header and result.header_sha256 not in logged:
                 record["header"] = header
@@ -202,6 +214,46 @@ def run_shard(
 # A shard stops after this many questions in a row whose model call failed transiently
 # (the server is down or overloaded): the job fails, keeping every finished record.
 MAX_TRANSIENT_IN_A_ROW = 3
+
+
+def questions_in_flight(model, setups: dict) -> int:
+    """How many questions a shard keeps going at once: as many as its model may have
+    requests in flight (a served model: its ``concurrency``); one for a model in
+    the job's own process (transformers), a replay or an answer source."""
+    if model is None or not setups:
+        return 1
+    return max(1, int(getattr(model, "max_in_flight", 1)))
+
+
+def answered(answer, todo: list, in_flight: int, stopping=lambda: False):
+    """``answer(task, question)`` for each of ``todo``, up to ``in_flight`` at once in
+    threads (each question's own loop runs in one, unchanged and in order; the
+    methods block on sockets, sqlite and rate limits, which threads overlap
+    without a rewrite of every loop), yielded as each finishes; one at a time runs
+    in this thread. Once ``stopping()`` no question is started; those running
+    finish and are yielded."""
+    if in_flight <= 1:
+        for task, question in todo:
+            if stopping():
+                return
+            yield answer(task, question)
+        return
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    pending = iter(todo)
+    with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="question") as pool:
+        running = set()
+        while True:
+            while len(running) < in_flight and not stopping():
+                task_question = next(pending, None)
+                if task_question is None:
+                    break
+                running.add(pool.submit(answer, *task_question))
+            if not running:
+                return
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
 
 
 def transient_failure(result) -> bool:

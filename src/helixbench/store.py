@@ -3,13 +3,17 @@
 The file is in WAL mode, every write is one short ``BEGIN IMMEDIATE`` transaction,
 and a busy or locked database is waited for and retried, never reported: 8
 parallel jobs (or more) lose nothing and never fail with "database is locked".
+Each thread of a job (a run job keeps many questions in flight) has its own
+connection, as sqlite3 asks.
 """
 
 from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,8 +29,20 @@ class SqliteStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_s = busy_timeout_s
-        self._conn = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+        self._local = threading.local()
+        # This process's writers queue here, not in sqlite's busy handler (which
+        # sleeps up to 100 ms a try): many threads of one job write one at a time.
+        self._write_lock = threading.Lock()
         self._retry(self._setup)
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """This thread's connection to the file."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=self._busy_timeout_s, isolation_level=None)
+            self._local.conn = conn
+        return conn
 
     def _setup(self) -> None:
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -54,6 +70,10 @@ class SqliteStore:
         """Run ``work(conn)`` in one write transaction; returns rows changed."""
 
         def run():
+            with self._write_lock:
+                return write()
+
+        def write():
             self._conn.execute("BEGIN IMMEDIATE")
             before = self._conn.total_changes
             try:
@@ -76,3 +96,28 @@ class SqliteStore:
 
     def close(self) -> None:
         self._conn.close()
+        self._local.conn = None
+
+
+class KeyedLocks:
+    """One lock per key, held while it is used: two threads asking for one key (one
+    URL, one prompt) at once wait for each other, so the second finds the first's
+    answer in the cache instead of asking again; other keys go on."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._locks: dict[str, list] = {}  # key -> [lock, users]
+
+    @contextmanager
+    def hold(self, key: str):
+        with self._lock:
+            entry = self._locks.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if not entry[1]:
+                    del self._locks[key]

@@ -155,9 +155,25 @@ class ShardWriter:
         self.records.append(record)
 
     def finalize(self, order: list[str]) -> None:
-        """Write the declared output in question order, then drop the partial file."""
+        """Write the declared output in question order, then drop the partial file.
+
+        Questions answered at once finish in any order; the output does not: records
+        in question order, each prompt header on the first record that used it."""
         rank = {qid: i for i, qid in enumerate(order)}
         records = sorted(self.records, key=lambda r: rank[r["question_id"]])
+        headers = {r["header_sha256"]: r["header"] for r in records if r.get("header") is not None}
+        placed, moved = set(), []
+        for record in records:
+            sha = record.get("header_sha256")
+            first = sha in headers and sha not in placed
+            placed.add(sha)
+            if first and "header" not in record:  # where a sequential run puts it
+                record = {k: v for k, v in record.items() if k != "run_key"}
+                record.update(header=headers[sha], run_key=self.run_key)
+            elif not first and "header" in record:
+                record = {k: v for k, v in record.items() if k != "header"}
+            moved.append(record)
+        records = moved
         tmp = self.output.with_name(self.output.name + ".tmp")
         with open(tmp, "w") as fh:
             for record in records:

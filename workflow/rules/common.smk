@@ -34,11 +34,12 @@ if SRC_DIR is not None:
 from helixbench import paths
 from helixbench.questions import question_files
 from helixbench.fetch import FetchError, resolve_mirror
-from helixbench.models.local import converted_name, weights_spec
+from helixbench.models.gguf import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
 from helixbench.config_schema import check_config
 from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
+from helixbench.models import SERVING_ENV
 from helixbench.tools.executor import ToolSettings
 from helixbench.upstream import manifest
 from helixbench.retrieval import corpus_files, user_documents
@@ -106,13 +107,16 @@ wildcard_constraints:
 
 def set_job_environment():
     """Jobs run this checkout's code (src/), with Snakemake's own Python unless conda is
-    used, and get the config's tools settings (not a param: tuning them reruns nothing).
-    """
+    used, and get the config's tools and serving settings (not params: tuning them
+    reruns nothing)."""
     env = f"export PYTHONPATH={shlex.quote(str(SRC_DIR))}; " if SRC_DIR else ""
     tools = json.dumps(PLAN.tools, sort_keys=True)
     # The prefix is formatted like a shell command: double the JSON's braces.
     tools = shlex.quote(tools).replace("{", "{{").replace("}", "}}")
     env += f"export {TOOLS_SETTINGS_ENV}={tools}; "
+    serving = json.dumps(PLAN.serving(), sort_keys=True)  # the same for `concurrency`
+    serving = shlex.quote(serving).replace("{", "{{").replace("}", "}}")
+    env += f"export {SERVING_ENV}={serving}; "
     if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
         bin_dir = shlex.quote(os.path.dirname(sys.executable))
         env += f'export PATH={bin_dir}:"$PATH"; '

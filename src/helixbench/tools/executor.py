@@ -24,6 +24,7 @@ import logging
 import os
 import random
 import re
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -35,6 +36,7 @@ import requests
 
 from .. import __version__, secrets
 from ..digests import sha256_json
+from ..store import KeyedLocks
 from . import ToolRequest, ToolResult
 from .cache import CachedReply, ReplyCache, utc_now
 from .ratelimit import RateLimiter
@@ -144,9 +146,8 @@ class ToolExecutor:
         # Sent to NCBI only; a reply that repeats them back is stored without them.
         secrets.register(self._api_key)
         secrets.register(settings.ncbi_email)
-        self._session = requests.Session()
-        self._session.trust_env = False  # no proxies or .netrc credentials from the environment
-        self._session.headers["User-Agent"] = f"helixbench/{__version__}"
+        self._sessions = threading.local()  # one requests.Session per thread
+        self._asking = KeyedLocks()
         self._limiters: dict[str, RateLimiter] = {}
         self._routes = route_table(settings.routes)
         self._searches: dict[str, tuple[float, int]] = {}  # BLAST RID -> (submitted, RTOE s)
@@ -179,6 +180,10 @@ class ToolExecutor:
         except UnsafeURL as exc:
             return ToolResult(shown, request.index, error=f"refused: {exc}")
         key = request_key(request)
+        with self._asking.hold(key):  # one URL asked once, however many questions ask it
+            return self._answer(request, shown, host, key)
+
+    def _answer(self, request: ToolRequest, shown: str, host: str, key: str) -> ToolResult:
         mode = self.settings.mode
         cached = self.cache.get(key)
         if cached is not None and not cached.serves(request.needed_bytes):
@@ -396,6 +401,16 @@ class ToolExecutor:
                 delay = max(delay, retry_after)
             log.info("%s from %s; retry %d in %.1f s", what, host, attempt, delay)
             time.sleep(delay)
+
+    @property
+    def _session(self) -> requests.Session:
+        session = getattr(self._sessions, "session", None)
+        if session is None:
+            session = requests.Session()
+            session.trust_env = False  # no proxies or .netrc credentials from the environment
+            session.headers["User-Agent"] = f"helixbench/{__version__}"
+            self._sessions.session = session
+        return session
 
     def _send(
         self, url: str, body: tuple[str, dict] | None

@@ -17,6 +17,10 @@ import time
 from pathlib import Path
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+# A slot woken up for this much after its time is given up (at most LATE_RETRIES
+# times a call): less than the 4% margin the executor keeps under a 3/s limit.
+LATE_S = 0.02
+LATE_RETRIES = 3
 
 
 class RateLimiter:
@@ -50,8 +54,18 @@ class RateLimiter:
         return slot
 
     def acquire(self) -> float:
-        """Wait for the next slot; returns the seconds waited."""
-        wait = self.reserve() - time.time()
-        if wait > 0:
-            time.sleep(wait)
-        return max(wait, 0.0)
+        """Wait for the next slot; returns the seconds waited.
+
+        A caller that wakes up late (a busy machine, many threads) gives its slot up and
+        takes the next: sent late beside callers sent on time, its request would bunch
+        with theirs, and a server that counts requests per second would refuse one."""
+        waited = 0.0
+        for _ in range(LATE_RETRIES + 1):
+            slot = self.reserve()
+            wait = slot - time.time()
+            if wait > 0:
+                time.sleep(wait)
+                waited += wait
+            if time.time() - slot <= LATE_S:
+                break
+        return waited
