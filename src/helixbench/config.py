@@ -221,7 +221,7 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
         raise ConfigError(f"{where}: {kind} names gene sets: set benchmarks: [genesets] ({label})")
     if kind not in (*GENESET_KINDS, *ANY_BENCHMARK_KINDS) and "genesets" in benchmarks:
         raise ConfigError(
-            f"{where}: benchmark genesets takes closed-book, geneagent, gsea-top1 or brad"
+            f"{where}: benchmark genesets takes closed-book, geneagent, gsea-top1, brad or agent"
         )
     if kind in ANY_BENCHMARK_KINDS and not facts.answers_prompts:
         raise ConfigError(f"{where}: {kind} needs a language model ({label})")
@@ -229,6 +229,8 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
         raise ConfigError(
             f"{where}: gsea-top1 runs with a model of backend enrichment, and only it ({label})"
         )
+    if kind == "agent" and not method_spec.get("command"):
+        raise ConfigError(f"{where}: an agent method needs `command`, its argv list ({label})")
     if facts.recorded and kind != "genegpt":
         raise ConfigError(f"{where}: a replayed recording needs a genegpt method ({label})")
     if kind in CHAT_KINDS and not facts.chats(model_spec):

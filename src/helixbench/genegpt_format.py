@@ -76,6 +76,12 @@ def blast_rid(value: bytes | str) -> str | None:
     return text if RID_SHAPE.match(text) else None
 
 
+def blast_put_page(rid: str) -> str:
+    """The part of NCBI's reply to a BLAST Put that clients read (``RID = ...``,
+    ``RTOE = ...``), for a Put seeded from a recording, which keeps only the RID."""
+    return f"<!--QBlastInfoBegin\n    RID = {rid}\n    RTOE = 0\nQBlastInfoEnd\n-->\n"
+
+
 def render_reply(url: str, value: bytes | str, cap: int | None) -> str:
     """How a reply appears in the prompt: ``repr`` of the bytes (cut to ``cap``), or plain text.
 

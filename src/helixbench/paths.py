@@ -41,6 +41,7 @@ REPORT = (
     ReportFile("replay.csv", "replay", "Replay"),
     ReportFile("errors.csv"),
     ReportFile("cost.csv", "cost", "Cost"),
+    ReportFile("agents.csv"),
     ReportFile("table2.md", "table2", "Scores"),
     ReportFile("table2.csv"),
     ReportFile("genehop.md"),

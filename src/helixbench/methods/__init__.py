@@ -15,7 +15,7 @@ GENESET_KINDS = ("closed-book", "geneagent", "gsea-top1")
 # Methods of chat models on question-answering benchmarks.
 CHAT_KINDS = ("function-calling", "no-tools")
 # Methods that answer questions and name gene sets alike.
-ANY_BENCHMARK_KINDS = ("brad",)
+ANY_BENCHMARK_KINDS = ("brad", "agent")
 KINDS = ("genegpt", "imported", *CHAT_KINDS, *GENESET_KINDS, *ANY_BENCHMARK_KINDS)
 # Method kind -> the module that prepares it.
 _MODULES = {
@@ -24,6 +24,7 @@ _MODULES = {
     **dict.fromkeys(CHAT_KINDS, "function_calling"),
     **dict.fromkeys(GENESET_KINDS, "genesets"),
     "brad": "brad",
+    "agent": "agent",
 }
 
 

@@ -25,7 +25,7 @@ from .imported import import_table, imported_runs
 from .layouts import ablation_table, genehop_table, table2
 from .leaderboard import geneset_leaderboard, leaderboard
 from .markdown import _markdown
-from .operations import cost_table, error_table, replay_table
+from .operations import agent_table, cost_table, error_table, replay_table
 from .protocols import protocol_table, protocol_tests
 from .provenance import provenance
 from .question_bank import (
@@ -99,6 +99,8 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     geneset_board.to_csv(out_dir / "genesets_leaderboard.csv", index=False)
     imports = import_table(plan, questions)
     imports.to_csv(out_dir / "imports.csv", index=False)
+    agents = agent_table(plan, records)
+    agents.to_csv(out_dir / "agents.csv", index=False)
     genesets = geneset_table(plan, summary, records)
     genesets.to_csv(out_dir / "genesets.csv", index=False)
     percentile_figure(geneset_percentiles(plan, scores), out_dir)
@@ -118,6 +120,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "replay": replay,
         "errors": errors,
         "costs": costs,
+        "agents": agents,
         "comparisons": comparisons,
         "protocols": protocols,
         "protocol_tests": tests,

@@ -290,4 +290,19 @@ cached or not), tool call and question. `cost_usd` prices the calls that reached
 the model (cache misses) with the config's `prices`; empty where no price is set.
 
 {costs.to_markdown(index=False, disable_numparse=True)}
-"""
+{_agents_markdown(tables["agents"])}"""
+
+
+def _agents_markdown(agents: pd.DataFrame) -> str:
+    """The Agents section: only where the config runs an agent (``kind: agent``)."""
+    if agents.empty:
+        return ""
+    return (
+        "\n## Agents\n"
+        "Programs run unchanged behind the gateways (`kind: agent`): how their questions "
+        "ended, their calls (`tool_hits`: answered from the tool cache; `refused`: a host "
+        "off the allowlist, a socket, a cap) and the routes they used, model API paths, "
+        "tool hosts and MCP functions (`agents.csv`).\n\n"
+        + agents.to_markdown(index=False, disable_numparse=True)
+        + "\n"
+    )

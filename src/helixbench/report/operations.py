@@ -91,6 +91,8 @@ def cost_table(plan: Plan, records: dict[RunTask, list[dict]], prices: dict) -> 
                     row["tool_s"] += event.get("latency_s") or 0.0
                     tool_calls[key] = tool_calls.get(key, 0) + 1
                     continue
+                if event["type"] != "model":  # a claim, a retrieval, an agent's process
+                    continue
                 row["model_calls"] += 1
                 row["model_s"] += event.get("latency_s") or 0.0
                 row["cache_hits"] += data.get("cache") == "hit"
@@ -159,3 +161,56 @@ def error_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+AGENT_COLUMNS = [
+    "model",
+    "method",
+    "questions",
+    "answered",
+    "agent_timeout",
+    "agent_error",
+    "agent_no_answer",
+    "model_calls",
+    "tool_calls",
+    "tool_hits",
+    "refused",
+    "s_per_question",
+    "routes",
+]
+
+
+def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
+    """Per agent run: how its questions ended, its calls through the gateways, and
+    which routes it used (model API paths, tool hosts, MCP functions) how often."""
+    rows: dict[tuple[str, str], dict] = {}
+    for task in plan.tasks:
+        if task.method_spec.get("kind") != "agent":
+            continue
+        row = rows.setdefault(
+            (task.model, task.method),
+            {c: 0 for c in AGENT_COLUMNS[2:]} | {"model": task.model, "method": task.method},
+        )
+        routes = row["routes"] if isinstance(row["routes"], dict) else {}
+        for record in records[task]:
+            row["questions"] += 1
+            row["answered"] += record["error"] is None
+            if record["error"] in ("agent_timeout", "agent_error", "agent_no_answer"):
+                row[record["error"]] += 1
+            for event in record["events"]:
+                data = event["data"]
+                if event["type"] == "model":
+                    row["model_calls"] += 1
+                elif event["type"] == "tool":
+                    row["tool_calls"] += 1
+                    row["tool_hits"] += data.get("cache") == "hit"
+                    row["refused"] += (data.get("error") or "").startswith("refused")
+                elif event["type"] == "agent":
+                    row["s_per_question"] += data.get("seconds") or 0.0
+                    for route, n in (data.get("routes") or {}).items():
+                        routes[route] = routes.get(route, 0) + n
+        row["routes"] = routes
+    for row in rows.values():
+        row["s_per_question"] = round(row["s_per_question"] / max(row["questions"], 1), 3)
+        row["routes"] = "; ".join(f"{k} {v}" for k, v in sorted(row["routes"].items()))
+    return pd.DataFrame(list(rows.values()), columns=AGENT_COLUMNS)

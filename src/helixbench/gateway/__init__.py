@@ -1,0 +1,117 @@
+"""Gateways that put an agent someone else wrote on the board unchanged.
+
+A run of ``kind: agent`` starts, on 127.0.0.1, a **model gateway**
+(:mod:`.model_api`: OpenAI-compatible chat, legacy completions and functions, the
+Azure deployment routes, ``/v1/models``) whose every call is served by the run's
+model through the response cache, the cost ledger, the retries and the request
+limit; and a **tool gateway** (:mod:`.tool_api`: NCBI E-utils and BLAST, g:Profiler,
+Enrichr, PubTator under their own paths, and NCBI's functions over MCP,
+:mod:`.mcp_tools`) whose every request goes through the tool executor (allowlist,
+shared budgets, cache, modes, the seeded 2023 replies). A Python agent that
+hard-codes the public hosts reaches the tool gateway without an edit: the
+``sitecustomize`` in ``agent_site/`` (first on the agent's ``PYTHONPATH``) sends
+``urllib``'s and ``requests``' calls to the gateway and refuses any other socket.
+
+Each question gets a :class:`Session`, named by a token the agent is given as its
+API key (and, for tools, in a header the ``sitecustomize`` adds or a ``/s/<token>/``
+path prefix): its model and tool calls become the question's events, in order,
+counted against the method's caps. The real API key stays with the run's model;
+the agent only ever sees its token.
+"""
+
+from __future__ import annotations
+
+import secrets as _secrets
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..transcripts import Event
+
+TOKEN_PREFIX = "hb-agent-"
+TOKEN_HEADER = "X-Helixbench-Session"
+
+
+class CapReached(Exception):
+    """A session's model or tool calls reached the method's cap."""
+
+
+@dataclass
+class Session:
+    """One question's calls through the gateways (or one long-lived agent's, switched
+    from question to question)."""
+
+    token: str
+    question_id: str
+    question: str
+    max_model_calls: int
+    max_tool_calls: int
+    events: list = field(default_factory=list)
+    routes: Counter = field(default_factory=Counter)
+    model_calls: int = 0
+    tool_calls: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, question_id: str, question: str) -> None:
+        """The next question of a long-lived agent: its own events from here."""
+        with self.lock:
+            self.question_id, self.question = question_id, question
+            self.events, self.routes = [], Counter()
+            self.model_calls = self.tool_calls = 0
+
+    def model_call(self, route: str) -> int:
+        """The index of a new model call on ``route``; CapReached past the cap."""
+        with self.lock:
+            self.routes[route] += 1
+            if self.model_calls >= self.max_model_calls:
+                raise CapReached(f"{self.max_model_calls} model calls (max_model_calls)")
+            self.model_calls += 1
+            return self.model_calls - 1
+
+    def tool_call(self, route: str) -> int:
+        """The model call a new tool call belongs to; CapReached past the cap."""
+        with self.lock:
+            self.routes[route] += 1
+            if self.tool_calls >= self.max_tool_calls:
+                raise CapReached(f"{self.max_tool_calls} tool calls (max_tool_calls)")
+            self.tool_calls += 1
+            return max(self.model_calls - 1, 0)
+
+    def record(self, kind: str, index: int, data: dict, started: float) -> None:
+        with self.lock:
+            self.events.append(Event(kind, index, data, time.perf_counter() - started))
+
+
+class Sessions:
+    """The sessions of one run job, by token."""
+
+    def __init__(self):
+        self._by_token: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def open(self, question_id: str, question: str, caps: dict) -> Session:
+        token = TOKEN_PREFIX + _secrets.token_hex(12)
+        session = Session(token, question_id, question, **caps)
+        with self._lock:
+            self._by_token[token] = session
+        return session
+
+    def close(self, session: Session) -> None:
+        with self._lock:
+            self._by_token.pop(session.token, None)
+
+    def find(self, token: str | None) -> Session | None:
+        if not token:
+            return None
+        with self._lock:
+            return self._by_token.get(token.strip())
+
+
+def bearer_token(headers) -> str | None:
+    """The session token of a request: ``Authorization: Bearer``, Azure's ``api-key``
+    header, or the header the agent's ``sitecustomize`` adds."""
+    value = headers.get("Authorization") or ""
+    if value.lower().startswith("bearer "):
+        return value[7:].strip()
+    return headers.get("api-key") or headers.get(TOKEN_HEADER)

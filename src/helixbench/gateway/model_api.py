@@ -1,0 +1,237 @@
+"""The model gateway: an OpenAI-compatible server on 127.0.0.1 in front of the run's
+model, for an agent to call as it would call OpenAI.
+
+Routes (each also under Azure's ``/openai/deployments/<name>/...?api-version=``,
+which openai<1 clients send with ``api_type: azure``):
+
+- ``POST /v1/chat/completions``: ``messages`` with ``tools``/``tool_calls``, or the
+  legacy ``functions``/``function_call`` (answered in kind), ``stop``,
+  ``max_tokens``, ``temperature``;
+- ``POST /v1/completions``: ``prompt`` (a string or a list of one), ``stop``,
+  ``max_tokens`` (16 where unset, as the legacy API), ``temperature``;
+- ``GET /v1/models``: the names the agent may ask for (any name is served by the
+  run's model; the reply says which).
+
+Every call is a :class:`~helixbench.models.CompletionRequest` to the run's model (so
+through its response cache, its retries and its request limit) and a model event of
+the session whose token the request carries as its API key. A context refusal is
+answered as OpenAI answers one (400, ``context_length_exceeded``); a model that
+failed for good as a 502; past the method's ``max_model_calls`` a 429 that says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from urllib.parse import urlsplit
+
+from .. import secrets
+from ..loopback import LoopbackServer, QuietHandler
+from ..models import CompletionRequest, ContextLengthError, ModelError, call_fields
+from . import CapReached, Sessions, bearer_token
+
+_AZURE = re.compile(r"^/openai/deployments/[^/]+/(chat/completions|completions)$")
+# The legacy completions API's default; chat's is the model's own (ours: 512).
+COMPLETIONS_MAX_TOKENS = 16
+CHAT_MAX_TOKENS = 512
+
+
+class ModelGateway(LoopbackServer):
+    """The model gateway of one run job, serving ``model`` to the ``sessions``."""
+
+    def __init__(self, model, sessions: Sessions, served_name: str):
+        super().__init__({"model": model, "sessions": sessions, "name": served_name}, _Handler)
+        self.base_url = f"{self.base}/v1"
+
+
+def route_of(path: str) -> str | None:
+    """``chat`` or ``completions`` for a path the gateway serves (OpenAI's or Azure's)."""
+    path = urlsplit(path).path.rstrip("/")
+    if path.endswith("/v1/chat/completions") or path == "/chat/completions":
+        return "chat"
+    if path.endswith("/v1/completions") or path == "/completions":
+        return "completions"
+    match = _AZURE.match(path)
+    if match:
+        return "chat" if match.group(1).startswith("chat") else "completions"
+    return None
+
+
+def legacy_to_tools(body: dict) -> tuple[list, list | None, bool]:
+    """A chat body's messages and tools in today's form, and whether it used the
+    legacy ``functions``: assistant ``function_call`` turns become ``tool_calls``,
+    ``function`` results become ``tool`` messages."""
+    legacy = bool(body.get("functions"))
+    tools = body.get("tools")
+    if legacy:
+        tools = [{"type": "function", "function": f} for f in body["functions"]]
+    messages, pending = [], []
+    for i, message in enumerate(body.get("messages") or []):
+        message = dict(message)
+        if message.get("role") == "assistant" and message.get("function_call"):
+            call = message.pop("function_call")
+            call_id = f"call-fn-{i}"
+            pending.append(call_id)
+            message["tool_calls"] = [{"id": call_id, "type": "function", "function": call}]
+        elif message.get("role") == "function":
+            message = {
+                "role": "tool",
+                "tool_call_id": pending.pop(0) if pending else f"call-fn-{i}",
+                "content": message.get("content") or "",
+            }
+        messages.append(message)
+    return messages, tools, legacy
+
+
+class _Handler(QuietHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        if urlsplit(self.path).path.rstrip("/").endswith("/models"):
+            entry = {"id": self.state["name"], "object": "model", "owned_by": "helixbench"}
+            return self._send(200, {"object": "list", "data": [entry]})
+        return self._error(404, "not found", "invalid_request_error")
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        route = route_of(self.path)
+        if route is None:
+            return self._error(404, f"no route {urlsplit(self.path).path}", "invalid_request_error")
+        session = self.state["sessions"].find(bearer_token(self.headers))
+        if session is None:
+            return self._error(401, "unknown API key: use the one you were given", "auth_error")
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        except ValueError:
+            return self._error(400, "the body is not JSON", "invalid_request_error")
+        try:
+            index = session.model_call(urlsplit(self.path).path)
+        except CapReached as exc:
+            return self._error(429, f"helixbench: the agent reached its cap of {exc}", "cap")
+        started = time.perf_counter()
+        if route == "chat":
+            messages, tools, legacy = legacy_to_tools(body)
+            prompt = "\n".join(str(m.get("content") or "") for m in messages)
+            request = CompletionRequest(
+                prompt=prompt,
+                stop=tuple(_stops(body.get("stop"))),
+                max_tokens=int(body.get("max_tokens") or CHAT_MAX_TOKENS),
+                temperature=float(body.get("temperature") or 0.0),
+                question_id=session.question_id,
+                question=session.question,
+                call_index=index,
+                messages=tuple(messages),
+                tools=tuple(tools) if tools else None,
+            )
+        else:
+            prompt = body.get("prompt") or ""
+            prompt = prompt[0] if isinstance(prompt, list) and prompt else prompt
+            request = CompletionRequest(
+                prompt=str(prompt),
+                stop=tuple(_stops(body.get("stop"))),
+                max_tokens=int(body.get("max_tokens") or COMPLETIONS_MAX_TOKENS),
+                temperature=float(body.get("temperature") or 0.0),
+                question_id=session.question_id,
+                question=session.question,
+                call_index=index,
+            )
+        completion, error = None, None
+        try:
+            completion = self.state["model"].complete(request)
+        except (ContextLengthError, ModelError) as exc:
+            error = exc
+        data = {
+            "route": urlsplit(self.path).path,
+            "prompt_chars": len(request.prompt),
+            "prompt_increment": _increment(request),
+            "completion": None if completion is None else completion.text,
+            "tool_calls": list(completion.tool_calls or []) if completion else None,
+            **call_fields(completion, error),
+        }
+        session.record("model", index, data, started)
+        if isinstance(error, ContextLengthError):
+            return self._error(400, str(error), "invalid_request_error", "context_length_exceeded")
+        if error is not None:
+            return self._error(502, secrets.redact(str(error)), "server_error")
+        if route == "chat":
+            return self._send(200, _chat_reply(self.state["name"], completion, legacy))
+        return self._send(200, _completion_reply(self.state["name"], completion))
+
+    def _error(self, status: int, message: str, kind: str, code: str | None = None) -> None:
+        self._send(status, {"error": {"message": message, "type": kind, "code": code}})
+
+    def _send(self, status: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def _stops(stop) -> list[str]:
+    if stop is None:
+        return []
+    return [stop] if isinstance(stop, str) else [str(s) for s in stop]
+
+
+def _increment(request: CompletionRequest) -> str:
+    """What the transcript shows of a call: the last message of a chat, else the
+    prompt (an agent's prompts are its own; the whole of each is kept)."""
+    if request.messages:
+        last = request.messages[-1]
+        return f"[{last.get('role')}] {last.get('content') or ''}"
+    return request.prompt
+
+
+def _usage(completion) -> dict:
+    prompt, done = completion.prompt_tokens or 0, completion.completion_tokens or 0
+    return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+
+
+def _chat_reply(name: str, completion, legacy: bool) -> dict:
+    message = {"role": "assistant", "content": completion.text or None}
+    finish = completion.finish_reason or "stop"
+    calls = list(completion.tool_calls or [])
+    if calls and legacy:  # answered in kind: one function_call
+        call = calls[0]
+        message["function_call"] = {"name": call["name"], "arguments": call["arguments"]}
+        finish = "function_call"
+    elif calls:
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for c in calls
+        ]
+        finish = "tool_calls"
+    return {
+        "id": "chatcmpl-helixbench",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": name,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": _usage(completion),
+    }
+
+
+def _completion_reply(name: str, completion) -> dict:
+    choice = {
+        "index": 0,
+        "text": completion.text,
+        "finish_reason": completion.finish_reason or "stop",
+        "logprobs": None,
+    }
+    return {
+        "id": "cmpl-helixbench",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": name,
+        "choices": [choice],
+        "usage": _usage(completion),
+    }

@@ -1,0 +1,150 @@
+"""The tool gateway: the web services an agent calls, on 127.0.0.1, each request sent
+through the run's tool executor and recorded as a tool event of its session.
+
+A request names its public URL one of three ways:
+
+- ``/<host>/<path>?<query>``: what the agent's ``sitecustomize`` writes for any
+  ``https://<host>/<path>`` the agent asks for (so a foreign host arrives here too,
+  and is refused and recorded);
+- the service's own path (:data:`PUBLIC_PATHS`): ``/entrez/eutils/esearch.fcgi``,
+  ``/blast/Blast.cgi``, ``/gprofiler/api/gost/profile/``, ``/Enrichr/addList``,
+  ``/research/pubtator3-api/...``, for an agent given this gateway as its base URL;
+- either, after ``/s/<token>`` (an agent that cannot send headers).
+
+The session is the token of the ``X-Helixbench-Session`` header or the path prefix.
+GET and POST (JSON or form bodies, as g:Profiler and Enrichr take them) are served;
+the reply is the service's status and body, or, for a refused or failed call, a
+status that says so (403 refused, 502 failed) with the executor's message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from email.parser import BytesParser
+from email.policy import HTTP
+from urllib.parse import parse_qsl, urlsplit
+
+from ..genegpt_format import blast_put_page
+from ..loopback import LoopbackServer, QuietHandler
+from ..tools import ToolRequest
+from . import CapReached, Sessions, bearer_token
+
+# A service's own path prefix -> its public host.
+PUBLIC_PATHS = {
+    "/entrez/eutils/": "eutils.ncbi.nlm.nih.gov",
+    "/blast/Blast.cgi": "blast.ncbi.nlm.nih.gov",
+    "/Blast.cgi": "blast.ncbi.nlm.nih.gov",
+    "/gprofiler/": "biit.cs.ut.ee",
+    "/Enrichr/": "maayanlab.cloud",
+    "/research/pubtator3-api/": "www.ncbi.nlm.nih.gov",
+}
+REFUSED_PATH = "/_refused"  # the sitecustomize's report of a socket it did not open
+
+
+class ToolGateway(LoopbackServer):
+    """The tool gateway of one run job: ``executor`` answers, ``sessions`` record."""
+
+    def __init__(self, executor, sessions: Sessions):
+        super().__init__({"executor": executor, "sessions": sessions}, _Handler)
+
+
+def public_url(path_and_query: str) -> tuple[str | None, str | None]:
+    """(session token from a ``/s/<token>`` prefix, the public URL) of a request line's
+    target; the URL None where the path names no service."""
+    parts = urlsplit(path_and_query)
+    path, token = parts.path, None
+    if path.startswith("/s/"):
+        _, _, token_and_rest = path.partition("/s/")
+        token, _, rest = token_and_rest.partition("/")
+        path = "/" + rest
+    query = f"?{parts.query}" if parts.query else ""
+    for prefix, host in PUBLIC_PATHS.items():
+        if path.startswith(prefix):
+            return token, f"https://{host}{path}{query}"
+    first, _, rest = path.lstrip("/").partition("/")
+    if "." in first:  # /<host>/<path>: the sitecustomize's form
+        return token, f"https://{first}/{rest}{query}"
+    return token, None
+
+
+class _Handler(QuietHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self._serve(None)
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._serve(raw)
+
+    def _serve(self, raw: bytes | None) -> None:
+        token, url = public_url(self.path)
+        session = self.state["sessions"].find(token or bearer_token(self.headers))
+        if session is None:
+            return self._reply(401, b"helixbench tool gateway: unknown or missing session")
+        if urlsplit(self.path).path == REFUSED_PATH:
+            query = dict(parse_qsl(urlsplit(self.path).query))
+            where = f"{query.get('host', '?')}:{query.get('port', '?')}"
+            self._record(session, None, f"socket:{where}", f"refused: a connection to {where}")
+            return self._reply(204, b"")
+        if url is None:
+            return self._reply(404, b"helixbench tool gateway: no service at this path")
+        body, kind = _body(raw, self.headers.get("Content-Type", ""))
+        started = time.perf_counter()
+        try:
+            index = session.tool_call(urlsplit(url).netloc)
+        except CapReached as exc:
+            self._record(session, None, url, f"refused: the agent reached its cap of {exc}")
+            return self._reply(429, f"helixbench: cap of {exc}".encode())
+        request = ToolRequest(url, session.question_id, index, body=body, body_kind=kind)
+        result = self.state["executor"].call(request)
+        value = result.value()
+        rendered = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        data = {**result.describe(rendered[:2000]), "route": urlsplit(url).netloc}
+        session.record("tool", index, data, started)
+        if result.body is not None and result.status is not None:  # the service's reply
+            return self._reply(result.status, result.body)
+        if result.error is not None:  # never sent (refused, not cached) or failed
+            status = {"refused": 403, "offline": 404}.get(result.error.split(":")[0], 502)
+            return self._reply(status, f"Error: {result.error}".encode())
+        # A seeded BLAST Put holds only its RID: shown as NCBI's page shows one.
+        self._reply(200, blast_put_page(result.text or "").encode())
+
+    def _record(self, session, index, url: str, error: str) -> None:
+        data = {"url": url, "method": self.command, "status": None, "bytes": 0, "cache": None}
+        data |= {"error": error, "rendered": f"Error: {error}", "route": "refused"}
+        session.record("tool", index if index is not None else 0, data, time.perf_counter())
+
+    def _reply(self, status: int, data: bytes) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def _body(raw: bytes | None, content_type: str) -> tuple[dict | None, str]:
+    """A POST body as the executor sends it again: JSON, or form fields (multipart or
+    URL-encoded)."""
+    if raw is None:
+        return None, "json"
+    lowered = content_type.lower()
+    if "multipart/form-data" in lowered:
+        message = BytesParser(policy=HTTP).parsebytes(
+            f"Content-Type: {content_type}\r\n\r\n".encode() + raw
+        )
+        fields = {
+            part.get_param("name", header="content-disposition"): part.get_content()
+            for part in message.iter_parts()
+        }
+        return {k: v.decode() if isinstance(v, bytes) else v for k, v in fields.items()}, "form"
+    if "x-www-form-urlencoded" in lowered:
+        return dict(parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True)), "form"
+    try:
+        return json.loads(raw or b"{}"), "json"
+    except ValueError:
+        return {"raw": raw.decode("utf-8", "replace")}, "json"

@@ -1,0 +1,316 @@
+"""``kind: agent``: an agent of someone else's (tests/support/agent.py: the openai
+client and urllib to NCBI's public URLs) answers GeneTuring questions unchanged behind
+the model and tool gateways, offline; and the gateways' routes on their own."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from helixbench.config import build_plan
+from helixbench.gateway import Sessions
+from helixbench.gateway.model_api import ModelGateway
+from helixbench.loopback.ncbi import NCBIServer
+from helixbench.loopback.openai import OpenAIServer
+from helixbench.models import create_model
+from helixbench.paths import upstream_path
+from helixbench.questions import local_question_table, write_questions
+from helixbench.recordings import load_recording, recorded_runs, recorded_tool_replies
+from helixbench.report.operations import agent_table
+from helixbench.runner import run_shard
+from helixbench.tools import SETTINGS_ENV
+from helixbench.tools.cache import ReplyCache, seed_from_recordings
+from helixbench.transcripts import read_records
+
+from .conftest import REPO_ROOT
+
+AGENT = str(REPO_ROOT / "tests" / "support" / "agent.py")
+
+
+@pytest.fixture(scope="module")
+def seeded(mirror, upstream, tmp_path_factory):
+    """The question table, a tool cache seeded as the workflow seeds it (mask 001001),
+    and the agent's script: for each Gene alias question, the URLs Codex called and
+    its recorded answer, derived from the recorded file."""
+    root = tmp_path_factory.mktemp("seeded")
+    questions = root / "questions.jsonl"
+    write_questions(local_question_table(mirror), questions)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        files = []
+        for run in recorded_runs("genegpt-2023", "geneturing", "001001"):
+            if run.task == "Gene alias":
+                local = Path(upstream_path(run.file))
+                local.parent.mkdir(parents=True, exist_ok=True)
+                local.write_bytes(upstream(run.file.path).read_bytes())
+                files.append(str(local))
+        seed_from_recordings("genegpt-2023", ReplyCache(root / "tools.sqlite"), files)
+    finally:
+        os.chdir(cwd)
+    script = {}
+    for item in load_recording(root / files[0]):
+        urls = [u for u, reply in recorded_tool_replies(item).values() if reply is not None]
+        script[item.question] = {"urls": urls, "answer": item.final_text}
+    (root / "script.json").write_text(json.dumps(script))
+    return root, questions, script
+
+
+def _agent_run(server, seeded, work: Path, monkeypatch, sample=4, concurrency=4, **method):
+    root, questions, _ = seeded
+    monkeypatch.setenv(
+        SETTINGS_ENV,
+        json.dumps({"cache": str(root / "tools.sqlite"), "budgets": str(work / "budgets")}),
+    )
+    spec = {
+        "kind": "agent",
+        "command": ["{python}", AGENT],
+        "env": {"TEST_AGENT_SCRIPT": str(root / "script.json")},
+        "timeout_s": 60,
+        **method,
+    }
+    config = {
+        "benchmarks": ["geneturing"],
+        "models": {"served": {**server.chat_model(), "retries": 0}},
+        "methods": {"mine": spec},
+        "runs": [{"model": "served", "method": "mine", "tasks": ["Gene alias"], "sample": sample}],
+    }
+    plan = build_plan(config, None)
+    (run,) = plan.runs
+    output = work / "shard.jsonl"
+    run_shard(
+        run.spec(),
+        0,
+        questions,
+        output,
+        model_cache=work / "models.sqlite",
+        serving={"concurrency": concurrency},
+    )
+    return read_records(output), plan
+
+
+def test_an_unchanged_agent_answers_through_both_gateways_offline(seeded, tmp_path, monkeypatch):
+    """Codex's URL choices, replayed by the agent through urllib to the public hosts,
+    get the recorded replies (every call a cache hit, offline) and its recorded answers
+    come back as the replay's; a rerun asks the model server nothing."""
+    _, _, script = seeded
+    with OpenAIServer() as server:
+        records, plan = _agent_run(server, seeded, tmp_path, monkeypatch)
+        asked = len(server.state.received)
+        (tmp_path / "shard.jsonl").unlink()  # the same questions again, the caches kept
+        again, _ = _agent_run(server, seeded, tmp_path, monkeypatch)
+        assert len(server.state.received) == asked  # the response cache answered all
+    assert len(records) == 4
+    for record in records:
+        assert record["error"] is None, record["events"][-1]["data"]
+        tools = [e["data"] for e in record["events"] if e["type"] == "tool"]
+        models = [e["data"] for e in record["events"] if e["type"] == "model"]
+        (agent,) = [e["data"] for e in record["events"] if e["type"] == "agent"]
+        assert tools and all(t["cache"] == "hit" and t["error"] is None for t in tools)
+        assert len(models) == 1 and models[0]["cache"] == "miss"
+        assert agent["routes"]["/v1/chat/completions"] == 1
+        assert agent["routes"]["eutils.ncbi.nlm.nih.gov"] == len(tools)
+        assert "OPENAI_API_KEY" not in agent["stderr_tail"]
+    texts = {r["question_id"]: r["answer"] for r in records}
+    assert sorted(texts.values()) == sorted(
+        script[q]["answer"] for q in script if any(script[q]["answer"] == a for a in texts.values())
+    )
+    assert [r["answer"] for r in again] == [r["answer"] for r in records]
+    assert all(
+        e["data"]["cache"] == "hit" for r in again for e in r["events"] if e["type"] == "model"
+    )
+    (task,) = plan.tasks  # the report's agents table
+    (row,) = agent_table(plan, {task: records}).to_dict("records")
+    assert (row["questions"], row["answered"], row["model_calls"]) == (4, 4, 4)
+    assert row["tool_hits"] == row["tool_calls"] > 0 and row["refused"] == 0
+    assert "/v1/chat/completions 4" in row["routes"] and "eutils.ncbi.nlm.nih.gov" in row["routes"]
+
+
+@pytest.mark.parametrize(
+    "mode, error, seen",
+    [
+        ("hang", "agent_timeout", None),
+        ("crash", "agent_error", "the agent fell over"),
+        ("garbage", "agent_no_answer", None),
+    ],
+)
+def test_an_agent_that_misbehaves_is_a_recorded_error_and_the_shard_goes_on(
+    seeded, tmp_path, monkeypatch, mode, error, seen
+):
+    with OpenAIServer() as server:
+        records, _ = _agent_run(
+            server,
+            seeded,
+            tmp_path,
+            monkeypatch,
+            sample=1,
+            timeout_s=8 if mode == "hang" else 60,
+            env={"TEST_AGENT_MODE": mode},
+        )
+    assert [r["error"] for r in records] == [error]
+    if seen:
+        assert seen in records[0]["events"][-1]["data"]["stderr_tail"]
+
+
+def test_a_foreign_host_is_refused_recorded_and_nothing_leaves(seeded, tmp_path, monkeypatch):
+    with NCBIServer() as canary, OpenAIServer() as server:
+        monkeypatch.setenv("TEST_AGENT_CANARY", str(canary.port))
+        records, _ = _agent_run(
+            server,
+            seeded,
+            tmp_path,
+            monkeypatch,
+            sample=1,
+            env={"TEST_AGENT_MODE": "foreign", "TEST_AGENT_CANARY": str(canary.port)},
+        )
+        assert canary.state.received == []
+    (record,) = records
+    refused = [e["data"] for e in record["events"] if e["type"] == "tool" and e["data"]["error"]]
+    assert any("example.org" in r["url"] and "allowlist" in r["error"] for r in refused)
+    assert any(r["url"] == f"socket:127.0.0.1:{canary.port}" for r in refused)
+    assert record["error"] is None  # the agent went on and answered
+
+
+def test_a_long_lived_agent_killed_mid_shard_resumes(seeded, tmp_path, monkeypatch):
+    """One process for the shard, questions as JSON lines; the run job killed after two
+    records; the rerun answers the rest and asks nothing twice."""
+    root, questions, _ = seeded
+    with OpenAIServer() as server:
+        server.state.latency_s = 0.3
+        spec = {
+            "kind": "agent",
+            "command": ["{python}", AGENT, "--long-lived"],
+            "mode": "long-lived",
+            "env": {"TEST_AGENT_SCRIPT": str(root / "script.json")},
+        }
+        config = {
+            "benchmarks": ["geneturing"],
+            "models": {"served": server.chat_model()},
+            "methods": {"mine": spec},
+            "runs": [{"model": "served", "method": "mine", "tasks": ["Gene alias"], "sample": 6}],
+        }
+        (run,) = build_plan(config, None).runs
+        output = tmp_path / "shard.jsonl"
+        partial = output.with_name(output.name + ".partial")
+        command = [sys.executable, "-m", "helixbench", "run", "--spec", json.dumps(run.spec())]
+        command += ["--shard", "0", "--questions", str(questions), "--out", str(output)]
+        command += ["--model-cache", str(tmp_path / "models.sqlite")]
+        tools = {"cache": str(root / "tools.sqlite"), "budgets": str(tmp_path / "b")}
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src"), SETTINGS_ENV: json.dumps(tools)}
+        job = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while time.time() < deadline and (
+            not partial.exists() or partial.read_bytes().count(b"\n") < 2
+        ):
+            time.sleep(0.05)
+        job.send_signal(signal.SIGKILL)
+        job.wait(timeout=30)
+        kept = len(read_records(partial))
+        asked = len(server.state.received)
+        subprocess.run(command, env=env, check=True, timeout=120, stderr=subprocess.DEVNULL)
+        records = read_records(output)
+        assert len(records) == 6 and all(r["error"] is None for r in records)
+        assert len(server.state.received) - asked <= 6 - kept + 1  # one in flight at the kill
+    modes = {e["data"]["mode"] for r in records for e in r["events"] if e["type"] == "agent"}
+    assert modes == {"long-lived"}
+
+
+def test_the_model_gateways_routes(tmp_path):
+    """Chat with tools, the legacy functions answered in kind, legacy completions, the
+    Azure deployment route of openai<1, /v1/models; an unknown key is refused."""
+    with OpenAIServer() as server:
+        model = create_model(server.chat_model())
+        sessions = Sessions()
+        session = sessions.open("q1", "Q?", {"max_model_calls": 5, "max_tool_calls": 5})
+        with ModelGateway(model, sessions, "code-davinci-002") as gateway:
+            headers = {"Authorization": f"Bearer {session.token}"}
+            listed = requests.get(f"{gateway.base_url}/models", headers=headers).json()
+            assert listed["data"][0]["id"] == "code-davinci-002"
+            server.state.script.append({"tool_calls": [("esearch", {"db": "gene"})]})
+            functions = [{"name": "esearch", "parameters": {"type": "object"}}]
+            body = {"messages": [{"role": "user", "content": "Q?"}], "functions": functions}
+            url = f"{gateway.base}/openai/deployments/gpt35/chat/completions?api-version=2023-05-15"
+            reply = requests.post(url, json=body, headers={"api-key": session.token}).json()
+            message = reply["choices"][0]["message"]
+            assert message["function_call"]["name"] == "esearch"
+            assert reply["choices"][0]["finish_reason"] == "function_call"
+            # the tools the server got were today's form of the legacy functions
+            assert server.state.received[-1][1]["tools"][0]["function"]["name"] == "esearch"
+            done = requests.post(
+                f"{gateway.base_url}/completions",
+                json={"prompt": "Question: x\n", "stop": ["->"]},
+                headers=headers,
+            ).json()
+            assert done["object"] == "text_completion" and done["choices"][0]["text"]
+            refused = requests.post(
+                f"{gateway.base_url}/completions", json={"prompt": "x"}, headers={}
+            )
+            assert refused.status_code == 401
+        assert [e.data["route"] for e in session.events] == [
+            "/openai/deployments/gpt35/chat/completions",
+            "/v1/completions",
+        ]
+
+
+def test_an_mcp_client_lists_and_calls_ncbis_functions_through_the_gateway(seeded, tmp_path):
+    """The mcp SDK's own client, over streamable HTTP: the five functions, a call that
+    asks what Codex asked answered from the seeded cache, a bad call refused alike."""
+    import asyncio
+
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from helixbench.gateway.mcp_tools import MCPGateway
+    from helixbench.tools.executor import ToolExecutor, ToolSettings
+    from helixbench.tools.functions import NCBIFunctions, call_of_url
+
+    root, _, script = seeded
+    url = next(u for entry in script.values() for u in entry["urls"] if "esearch" in u)
+    name, arguments = call_of_url(url)
+    settings = {"mode": "offline", "cache": str(root / "tools.sqlite"), "budgets": str(tmp_path)}
+    functions = NCBIFunctions(ToolExecutor(ToolSettings.from_config(settings)))
+    sessions = Sessions()
+    session = sessions.open("q1", "Q?", {"max_model_calls": 5, "max_tool_calls": 5})
+
+    async def use(gateway):
+        async with streamable_http_client(gateway.url(session.token)) as streams:
+            async with ClientSession(streams[0], streams[1]) as client:
+                await client.initialize()
+                listed = await client.list_tools()
+                good = await client.call_tool(name, arguments)
+                bad = await client.call_tool("efetch", {"db": "gene", "id": "1/../x"})
+                return [t.name for t in listed.tools], good, bad
+
+    with MCPGateway(functions, sessions) as gateway:
+        names, good, bad = asyncio.run(use(gateway))
+    assert names == ["esearch", "efetch", "esummary", "elink", "blast"]
+    assert good.content[0].text.startswith("{") and not good.is_error
+    assert bad.content[0].text.startswith("Error: id: record ids")
+    calls = [e.data for e in session.events]
+    assert [c["route"] for c in calls] == [f"mcp:{name}", "mcp:efetch"]
+    assert calls[0]["cache"] == "hit" and calls[1]["requests"] == []
+
+
+def test_the_tool_gateway_reads_a_public_url_from_each_form():
+    from helixbench.gateway.tool_api import public_url
+
+    assert public_url("/eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene") == (
+        None,
+        "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene",
+    )
+    assert public_url("/s/hb-agent-1/blast/Blast.cgi?CMD=Put") == (
+        "hb-agent-1",
+        "https://blast.ncbi.nlm.nih.gov/blast/Blast.cgi?CMD=Put",
+    )
+    assert public_url("/Enrichr/addList")[1] == "https://maayanlab.cloud/Enrichr/addList"
+    assert public_url("/gprofiler/api/gost/profile/")[1].startswith("https://biit.cs.ut.ee/")
+    assert public_url("/example.org/x")[1] == "https://example.org/x"  # refused downstream
+    assert public_url("/nothing-here") == (None, None)
