@@ -152,7 +152,7 @@ def test_an_agent_that_misbehaves_is_a_recorded_error_and_the_shard_goes_on(
             tmp_path,
             monkeypatch,
             sample=1,
-            timeout_s=8 if mode == "hang" else 60,
+            timeout_s=5 if mode == "hang" else 60,
             env={"TEST_AGENT_MODE": mode},
         )
     assert [r["error"] for r in records] == [error]

@@ -109,32 +109,25 @@ class _Handler(QuietHandler):
         except CapReached as exc:
             return self._error(429, f"helixbench: the agent reached its cap of {exc}", "cap")
         started = time.perf_counter()
+        legacy, chat = False, {}
         if route == "chat":
             messages, tools, legacy = legacy_to_tools(body)
             prompt = "\n".join(str(m.get("content") or "") for m in messages)
-            request = CompletionRequest(
-                prompt=prompt,
-                stop=tuple(_stops(body.get("stop"))),
-                max_tokens=int(body.get("max_tokens") or CHAT_MAX_TOKENS),
-                temperature=float(body.get("temperature") or 0.0),
-                question_id=session.question_id,
-                question=session.question,
-                call_index=index,
-                messages=tuple(messages),
-                tools=tuple(tools) if tools else None,
-            )
+            chat = {"messages": tuple(messages), "tools": tuple(tools) if tools else None}
         else:
             prompt = body.get("prompt") or ""
             prompt = prompt[0] if isinstance(prompt, list) and prompt else prompt
-            request = CompletionRequest(
-                prompt=str(prompt),
-                stop=tuple(_stops(body.get("stop"))),
-                max_tokens=int(body.get("max_tokens") or COMPLETIONS_MAX_TOKENS),
-                temperature=float(body.get("temperature") or 0.0),
-                question_id=session.question_id,
-                question=session.question,
-                call_index=index,
-            )
+        default_tokens = CHAT_MAX_TOKENS if route == "chat" else COMPLETIONS_MAX_TOKENS
+        request = CompletionRequest(
+            prompt=str(prompt),
+            stop=tuple(_stops(body.get("stop"))),
+            max_tokens=int(body.get("max_tokens") or default_tokens),
+            temperature=float(body.get("temperature") or 0.0),
+            question_id=session.question_id,
+            question=session.question,
+            call_index=index,
+            **chat,
+        )
         completion, error = None, None
         try:
             completion = self.state["model"].complete(request)

@@ -45,8 +45,11 @@ REFUSED_PATH = "/_refused"  # the sitecustomize's report of a socket it did not 
 class ToolGateway(LoopbackServer):
     """The tool gateway of one run job: ``executor`` answers, ``sessions`` record."""
 
-    def __init__(self, executor, sessions: Sessions):
-        super().__init__({"executor": executor, "sessions": sessions}, _Handler)
+    def __init__(self, executor, sessions: Sessions, reply_cap: int | None = None):
+        # reply_cap: what the agent keeps of a reply (GeneGPT's loop: 10,000 bytes); a
+        # recorded reply upstream cut at that size serves only such an agent.
+        state = {"executor": executor, "sessions": sessions, "reply_cap": reply_cap}
+        super().__init__(state, _Handler)
 
 
 def public_url(path_and_query: str) -> tuple[str | None, str | None]:
@@ -97,7 +100,14 @@ class _Handler(QuietHandler):
         except CapReached as exc:
             self._record(session, None, url, f"refused: the agent reached its cap of {exc}")
             return self._reply(429, f"helixbench: cap of {exc}".encode())
-        request = ToolRequest(url, session.question_id, index, body=body, body_kind=kind)
+        request = ToolRequest(
+            url,
+            session.question_id,
+            index,
+            needed_bytes=self.state["reply_cap"],
+            body=body,
+            body_kind=kind,
+        )
         result = self.state["executor"].call(request)
         value = result.value()
         rendered = value.decode("utf-8", "replace") if isinstance(value, bytes) else value

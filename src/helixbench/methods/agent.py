@@ -28,6 +28,11 @@ redacted; ``max_model_calls`` and ``max_tool_calls`` cap a question's calls.
 Placeholders in ``command`` and ``env``: ``{python}``, ``{question_file}``,
 ``{answer_file}``, ``{question_id}``, ``{workdir}``, ``{model_url}``,
 ``{tool_url}``, ``{mcp_url}``, ``{token}``.
+
+``reply_cap``: the bytes of a tool reply the agent keeps, where it cuts them (GeneGPT's
+loop: 10,000). A recorded reply that upstream cut at that size then serves it from
+the seeded cache; without it such a reply is a miss offline (the agent may read more
+than the recording kept), and a live request in the other modes.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ class AgentSettings:
     timeout_s: float = 300.0
     max_model_calls: int = 50
     max_tool_calls: int = 200
+    reply_cap: int | None = None  # bytes of a tool reply the agent keeps (None: all)
     env: tuple[tuple[str, str], ...] = ()
 
     @classmethod
@@ -80,6 +86,7 @@ class AgentSettings:
             timeout_s=float(spec.get("timeout_s", 300.0)),
             max_model_calls=int(spec.get("max_model_calls", 50)),
             max_tool_calls=int(spec.get("max_tool_calls", 200)),
+            reply_cap=spec.get("reply_cap"),
             env=tuple(sorted((spec.get("env") or {}).items())),
         )
 
@@ -87,7 +94,7 @@ class AgentSettings:
 class Gateways:
     """The model, tool and MCP gateways of one run job, started once, closed at exit."""
 
-    def __init__(self, model, executor, served_name: str):
+    def __init__(self, model, executor, served_name: str, reply_cap: int | None = None):
         from ..gateway.mcp_tools import MCPGateway
         from ..gateway.model_api import ModelGateway
         from ..gateway.tool_api import ToolGateway
@@ -95,7 +102,7 @@ class Gateways:
 
         self.sessions = Sessions()
         self.model = ModelGateway(model, self.sessions, served_name).__enter__()
-        self.tools = ToolGateway(executor, self.sessions).__enter__()
+        self.tools = ToolGateway(executor, self.sessions, reply_cap).__enter__()
         self.mcp = MCPGateway(NCBIFunctions(executor), self.sessions).__enter__()
         atexit.register(self.close)
 
@@ -148,15 +155,7 @@ class Agent:
             question_file.write_text(payload + "\n")
             values = self._values(session.token, question_id, question_file, answer_file, tmp)
             started = time.perf_counter()
-            process = subprocess.Popen(
-                [a.format(**values) for a in self.settings.command],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self._env(values),
-                cwd=tmp,
-                start_new_session=True,  # a timeout kills the agent's children too
-            )
+            process = self._start(values, tmp)
             try:
                 out, err = process.communicate(
                     (payload + "\n").encode(), timeout=self.settings.timeout_s
@@ -187,16 +186,7 @@ class Agent:
         if self._process is None or self._process[0].poll() is not None:
             session = self.gateways.sessions.open(question_id, question, caps)
             values = self._values(session.token, question_id, "", "", self.workdir)
-            process = subprocess.Popen(
-                [a.format(**values) for a in self.settings.command],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self._env(values),
-                cwd=self.workdir,
-                text=True,
-                start_new_session=True,
-            )
+            process = self._start(values, self.workdir, text=True)
             lines: queue.Queue = queue.Queue()
             errors: list[str] = []
             threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
@@ -234,6 +224,18 @@ class Agent:
         return session, (answer, error, info)
 
     # -- what the agent is given -----------------------------------------------------------
+
+    def _start(self, values: dict, cwd: Path, text: bool = False) -> subprocess.Popen:
+        return subprocess.Popen(
+            [a.format(**values) for a in self.settings.command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=self._env(values),
+            cwd=cwd,
+            text=text,
+            start_new_session=True,  # a timeout kills the agent's children too
+        )
 
     def _values(self, token, question_id, question_file, answer_file, workdir) -> dict:
         return {
@@ -335,7 +337,9 @@ def prepare(context) -> Prepared:
         if key not in _GATEWAYS:
             # NCBI's hosts and GeneAgent's services, as the gene-set methods reach them
             executor = ToolExecutor(geneset_settings(tool_settings(context.tools_mode)))
-            _GATEWAYS[key] = Gateways(context.model, executor, context.run["model"])
+            _GATEWAYS[key] = Gateways(
+                context.model, executor, context.run["model"], settings.reply_cap
+            )
     workdir = Path(tempfile.gettempdir()) / "helixbench-agents"
     workdir.mkdir(parents=True, exist_ok=True)
     agent = Agent(settings, _GATEWAYS[key], workdir)
