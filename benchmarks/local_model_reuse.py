@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from helixbench.fetch import fetch, resolve_mirror  # noqa: E402
 from helixbench.methods.genegpt import GeneGPT, build_header, recorded_snapshot  # noqa: E402
-from helixbench.models import local  # noqa: E402
+from helixbench.models import gguf, local  # noqa: E402
 from helixbench.questions import load_benchmark  # noqa: E402
 from helixbench.recordings import (  # noqa: E402
     load_recording,
@@ -122,7 +122,7 @@ def main() -> None:
         tools = ToolExecutor(ToolSettings.from_config(settings), cache=cache)
         converted = tmp / "smollm2"
         started = time.perf_counter()
-        local.convert_gguf(SMOLLM2, converted)
+        gguf.convert_gguf(SMOLLM2, converted)
         print(
             f"model converted from GGUF in {time.perf_counter() - started:.1f} s (once a workdir)"
         )
