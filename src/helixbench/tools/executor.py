@@ -306,10 +306,10 @@ class ToolExecutor:
         for prefix, target in self._routes:
             if _covers(prefix, url):
                 return target + url[len(prefix) :]
-        if any(urlsplit(prefix).hostname == host for prefix, _ in self._routes):
-            covered = ", ".join(p for p, _ in self._routes if urlsplit(p).hostname == host)
+        of_host = [p for p, _ in self._routes if urlsplit(p).hostname == host]
+        if of_host:
             raise _Failure(
-                f"refused: tools.routes route {host} ({covered}) but none covers "
+                f"refused: tools.routes route {host} ({', '.join(of_host)}) but none covers "
                 f"{abridged(strip_secrets(url))}; it is not sent to the public host"
             )
         return url
