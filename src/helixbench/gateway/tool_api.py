@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, urlsplit
 from ..genegpt_format import blast_put_page
 from ..loopback import LoopbackServer, QuietHandler
 from ..tools import ToolRequest
+from ..tools.functions import reply_text
 from . import CapReached, Sessions, bearer_token
 
 # A service's own path prefix -> its public host.
@@ -109,9 +110,8 @@ class _Handler(QuietHandler):
             body_kind=kind,
         )
         result = self.state["executor"].call(request)
-        value = result.value()
-        rendered = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-        data = {**result.describe(rendered[:2000]), "route": urlsplit(url).netloc}
+        rendered = reply_text(result.value())[:2000]  # the transcript keeps the start
+        data = {**result.describe(rendered), "route": urlsplit(url).netloc}
         session.record("tool", index, data, started)
         if result.body is not None and result.status is not None:  # the service's reply
             return self._reply(result.status, result.body)
