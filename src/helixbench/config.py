@@ -22,6 +22,7 @@ from .genegpt_format import MASK, check_mask
 from .imports import SourceError, claimed_files, resolve_source, task_file
 from .methods import ANY_BENCHMARK_KINDS, CHAT_KINDS, GENESET_KINDS
 from .methods.genegpt import PRESETS
+from .methods.originals import complete_spec
 from .models import backend
 from .plan import Plan, RunTask
 from .questions import GENESET_FILES, is_sample, slugify, tasks_of
@@ -50,8 +51,10 @@ def resolve_method(name: str, methods: dict) -> dict:
         spec = {"kind": "genegpt", "mask": match.group(1)}
     else:
         raise KeyError(name)
-    if spec.get("kind") == "genegpt":
+    if spec.get("kind") == "genegpt" or "mask" in spec:
         check_mask(spec.get("mask"))
+    if spec.get("kind") == "agent" and spec.get("original"):
+        spec = complete_spec(spec)  # a seed system: its runner, environment and code
     return spec
 
 
@@ -318,6 +321,8 @@ def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | No
     kind = task.method_spec.get("kind")
     if kind == "function-calling" and task.method_spec.get("demonstrations", True):
         default = "genegpt-2023"  # the demonstrations' replies GeneGPT's header embeds
+    elif kind == "agent" and task.method_spec.get("original") == "genegpt-main":
+        default = "genegpt-2023"  # main.py's header calls are answered from it
     elif kind != "genegpt":
         return None
     else:

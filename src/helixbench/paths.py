@@ -16,6 +16,7 @@ LIVE_SNAPSHOT = "resources/snapshots/live/{name}.json"
 INDEX_DIR = "resources/index/{key}"
 INDEX_MARKER = INDEX_DIR + "/index.json"
 LOCAL_MODEL = "resources/models/{weights}"  # a GGUF file converted for fast loading
+ORIGINAL_ENV = "resources/envs/{env}/env.json"  # a seed system's own environment, built
 TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
 
 RUN_SHARD = "results/runs/{model}/{method}/shard-{shard}-of-{shards}.jsonl"

@@ -18,7 +18,7 @@ from .paths import upstream_path
 from .questions import question_files, slugify
 from .recordings import RecordedRun
 from .retrieval import corpus_files
-from .upstream import UpstreamFile
+from .upstream import UpstreamFile, manifest
 
 
 def run_label(model: str, method: str) -> str:
@@ -154,7 +154,16 @@ class Run:
         enrichment terms."""
         paths_ = [t.imported_path for t in self.tasks if t.imported]
         paths_ += [upstream_path(t.gsea_terms) for t in self.tasks if t.gsea_terms]
+        paths_ += [f"{paths.UPSTREAM_DIR}/{p}" for p in self.first.method_spec.get("upstream", [])]
+        if self.environment:
+            paths_.append(self.environment)
         return list(dict.fromkeys(paths_))
+
+    @property
+    def environment(self) -> str | None:
+        """The built environment (its env.json) an original's program runs in."""
+        python = self.first.method_spec.get("python", "")
+        return python if python.startswith("resources/envs/") else None
 
     @property
     def index_markers(self) -> list[str]:
@@ -263,6 +272,8 @@ class Plan:
         files += [t.gsea_terms for t in self.tasks if t.gsea_terms is not None]
         files += [f for claims in self.claims.values() for f in claims.values()]
         files += [f for s in self.indexes.values() for f in corpus_files(s["corpus"])]
+        pinned = manifest()
+        files += [pinned[p] for t in self.tasks for p in t.method_spec.get("upstream", [])]
         return list(dict.fromkeys(files))
 
     def pinned(self, relpath: str) -> UpstreamFile | None:

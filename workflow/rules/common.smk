@@ -103,6 +103,7 @@ wildcard_constraints:
     method=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     shard=r"\d+",
     shards=r"\d+",
+    env=r"[A-Za-z0-9][A-Za-z0-9._-]*",
 
 
 def set_job_environment():
@@ -131,6 +132,26 @@ ENVS = {
     name: f"../envs/{name}.yaml"
     for name in ("fetch", "run", "local", "score", "report")
 }
+
+
+# Under --sdm conda a seed system's environment is its file's, built by Snakemake.
+ORIGINAL_ENV_IN_PLACE = (
+    "--in-place"
+    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+    else ""
+)
+
+
+def get_original_env_file(wildcards):
+    if WORKFLOW_DIR is None:
+        raise WorkflowError(
+            "an original's environment needs the workflow's local envs/"
+        )
+    return str(WORKFLOW_DIR / "envs" / "originals" / f"{wildcards.env}.yaml")
+
+
+def get_original_env_conda(wildcards):
+    return f"../envs/originals/{wildcards.env}.yaml"
 
 
 def get_run_env(wildcards):

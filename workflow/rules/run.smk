@@ -42,3 +42,21 @@ rule prepare_local_model:
     shell:
         "python -m helixbench prepare-model --spec {params.spec:q} --out {output:q}"
         " > {log:q} 2>&1"
+
+
+# A seed system's own environment (helixbench.methods.originals): a venv with the
+# versions upstream pins, or under --sdm conda the environment of its file.
+rule original_env:
+    input:
+        get_original_env_file,
+    output:
+        paths.ORIGINAL_ENV,
+    log:
+        "logs/envs/{env}.log",
+    conda:
+        get_original_env_conda
+    params:
+        in_place=ORIGINAL_ENV_IN_PLACE,
+    shell:
+        "python -m helixbench.environments {input:q} --out {output:q} {params.in_place}"
+        " > {log:q} 2>&1"

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 
 from ..transcripts import Event
 
-TOKEN_PREFIX = "hb-agent-"
+# Shaped like an OpenAI key: clients that check a key's form take it (BRAD's
+# load_openai asks for one that starts with "sk-" before it will start).
+TOKEN_PREFIX = "sk-helixbench-agent-"
 TOKEN_HEADER = "X-Helixbench-Session"
 
 

@@ -27,6 +27,7 @@ import time
 from urllib.parse import urlsplit
 
 from .. import secrets
+from ..digests import sha256_text
 from ..loopback import LoopbackServer, QuietHandler
 from ..models import CompletionRequest, ContextLengthError, ModelError, call_fields
 from . import CapReached, Sessions, bearer_token
@@ -135,6 +136,7 @@ class _Handler(QuietHandler):
             error = exc
         data = {
             "route": urlsplit(self.path).path,
+            "prompt_sha256": sha256_text(request.prompt),
             "prompt_chars": len(request.prompt),
             "prompt_increment": _increment(request),
             "completion": None if completion is None else completion.text,

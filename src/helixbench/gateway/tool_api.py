@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..genegpt_format import blast_put_page
 from ..loopback import LoopbackServer, QuietHandler
-from ..tools import ToolRequest
+from ..tools import ToolRequest, ToolResult
 from ..tools.functions import reply_text
 from . import CapReached, Sessions, bearer_token
 
@@ -46,11 +46,37 @@ REFUSED_PATH = "/_refused"  # the sitecustomize's report of a socket it did not 
 class ToolGateway(LoopbackServer):
     """The tool gateway of one run job: ``executor`` answers, ``sessions`` record."""
 
-    def __init__(self, executor, sessions: Sessions, reply_cap: int | None = None):
+    def __init__(
+        self, executor, sessions: Sessions, reply_cap: int | None = None, demonstrations=None
+    ):
         # reply_cap: what the agent keeps of a reply (GeneGPT's loop: 10,000 bytes); a
         # recorded reply upstream cut at that size serves only such an agent.
-        state = {"executor": executor, "sessions": sessions, "reply_cap": reply_cap}
+        # demonstrations: a Snapshot whose replies answer its URLs (the calls GeneGPT's
+        # main.py makes to build its header get the replies a genegpt run's header
+        # embeds, as a header is always built from the run's snapshot).
+        state = {
+            "executor": executor,
+            "sessions": sessions,
+            "reply_cap": reply_cap,
+            "demonstrations": demonstrations,
+        }
         super().__init__(state, _Handler)
+
+
+def demonstration_reply(snapshot, request: ToolRequest) -> ToolResult | None:
+    """The snapshot's reply to ``request``'s URL, as a tool result; None where it has none."""
+    reply = snapshot.replies.get(request.url) if snapshot and request.body is None else None
+    if reply is None:
+        return None
+    return ToolResult(
+        request.url,
+        request.index,
+        body=reply.body,
+        text=reply.rid,
+        status=200 if reply.body is not None else None,
+        cache="snapshot",
+        origin=f"snapshot:{snapshot.id}",
+    )
 
 
 def public_url(path_and_query: str) -> tuple[str | None, str | None]:
@@ -109,7 +135,8 @@ class _Handler(QuietHandler):
             body=body,
             body_kind=kind,
         )
-        result = self.state["executor"].call(request)
+        result = demonstration_reply(self.state["demonstrations"], request)
+        result = result or self.state["executor"].call(request)
         rendered = reply_text(result.value())[:2000]  # the transcript keeps the start
         data = {**result.describe(rendered), "route": urlsplit(url).netloc}
         session.record("tool", index, data, started)

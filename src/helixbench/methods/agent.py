@@ -11,7 +11,8 @@ run job's own by default). Two ways to talk:
   else the last stdout line that starts with ``Answer:``.
 - ``mode: long-lived``: one process per shard, for agents that take minutes to
   start: a question a JSON line on stdin, its answer a JSON line on stdout
-  (``{"id", "answer"}``), one question at a time.
+  (``{"id", "answer"}``, and as in an answer file ``error`` and ``runner``), one
+  question at a time.
 
 The agent's environment holds only what it needs: ``PATH``, ``HOME``, the locale,
 its own ``env`` settings, and the gateways': ``OPENAI_BASE_URL`` and
@@ -27,7 +28,11 @@ redacted; ``max_model_calls`` and ``max_tool_calls`` cap a question's calls.
 
 Placeholders in ``command`` and ``env``: ``{python}``, ``{question_file}``,
 ``{answer_file}``, ``{question_id}``, ``{workdir}``, ``{model_url}``,
-``{tool_url}``, ``{mcp_url}``, ``{token}``.
+``{tool_url}``, ``{mcp_url}``, ``{token}``, ``{upstream_dir}`` (the fetched
+upstream files) and ``{runners}`` (the originals' runners, :mod:`.originals`).
+An answer file's object may also hold ``error`` (the program's own error name,
+recorded as the question's) and ``runner`` (what a runner reports, kept in the
+record's agent event).
 
 ``reply_cap``: the bytes of a tool reply the agent keeps, where it cuts them (GeneGPT's
 loop: 10,000). A recorded reply that upstream cut at that size then serves it from
@@ -52,8 +57,11 @@ from pathlib import Path
 
 from .. import secrets
 from ..gateway import Sessions
+from ..paths import UPSTREAM_DIR
+from ..snapshots import Snapshot
 from ..transcripts import Event, QuestionResult
 from . import Prepared
+from .originals import RUNNERS_DIR
 
 AGENT_SITE = Path(__file__).resolve().parents[1] / "gateway" / "agent_site"
 # Environment variables an agent keeps from the job's; no other (no key) reaches it.
@@ -79,6 +87,8 @@ class AgentSettings:
         python = spec.get("python") or sys.executable
         if Path(python).is_dir():  # a venv
             python = str(Path(python) / "bin" / "python")
+        elif python.endswith(".json"):  # an environment the original_env rule built
+            python = environment_python(python)
         return cls(
             command=tuple(str(a) for a in spec["command"]),
             python=python,
@@ -94,7 +104,9 @@ class AgentSettings:
 class Gateways:
     """The model, tool and MCP gateways of one run job, started once, closed at exit."""
 
-    def __init__(self, model, executor, served_name: str, reply_cap: int | None = None):
+    def __init__(
+        self, model, executor, served_name: str, reply_cap: int | None = None, demonstrations=None
+    ):
         from ..gateway.mcp_tools import MCPGateway
         from ..gateway.model_api import ModelGateway
         from ..gateway.tool_api import ToolGateway
@@ -102,7 +114,7 @@ class Gateways:
 
         self.sessions = Sessions()
         self.model = ModelGateway(model, self.sessions, served_name).__enter__()
-        self.tools = ToolGateway(executor, self.sessions, reply_cap).__enter__()
+        self.tools = ToolGateway(executor, self.sessions, reply_cap, demonstrations).__enter__()
         self.mcp = MCPGateway(NCBIFunctions(executor), self.sessions).__enter__()
         atexit.register(self.close)
 
@@ -178,6 +190,11 @@ class Agent:
             answer = answer if answer is not None else read_answer(out.decode("utf-8", "replace"))
             if process.returncode != 0:
                 return answer, "agent_error", info
+            reported = _json_object(written) or {}
+            if reported.get("runner") is not None:
+                info["runner"] = _redacted(reported["runner"])
+            if reported.get("error"):  # the program's own error (GeneGPT's lengthError)
+                return answer, str(reported["error"]), info
             return answer, None if answer is not None else "agent_no_answer", info
 
     # -- one process per shard -----------------------------------------------------------
@@ -198,7 +215,7 @@ class Agent:
         started = time.perf_counter()
         process.stdin.write(json.dumps({"id": question_id, "question": question}) + "\n")
         process.stdin.flush()
-        answer, error = None, "agent_timeout"
+        answer, error, report = None, "agent_timeout", None
         deadline = time.monotonic() + self.settings.timeout_s
         while time.monotonic() < deadline:
             try:
@@ -212,6 +229,8 @@ class Agent:
             if reply is not None and reply.get("id") == question_id:
                 answer = read_answer(line)
                 error = None if answer is not None else "agent_no_answer"
+                error = str(reply["error"]) if reply.get("error") else error
+                report = reply.get("runner")
                 break
         if error == "agent_timeout":
             _kill(process)
@@ -221,6 +240,8 @@ class Agent:
             "seconds": round(time.perf_counter() - started, 3),
             "stderr_tail": secrets.redact("".join(errors)[-STDERR_TAIL:]),
         }
+        if report is not None:
+            info["runner"] = _redacted(report)
         return session, (answer, error, info)
 
     # -- what the agent is given -----------------------------------------------------------
@@ -248,6 +269,8 @@ class Agent:
             "tool_url": f"{self.gateways.tools.base}/s/{token}",
             "mcp_url": self.gateways.mcp.url(token),
             "token": token,
+            "upstream_dir": str(Path(UPSTREAM_DIR).resolve()),
+            "runners": str(RUNNERS_DIR),
         }
 
     def _env(self, values: dict) -> dict:
@@ -273,6 +296,14 @@ class Agent:
         return env
 
 
+def environment_python(marker: str) -> str:
+    """The interpreter of an environment the ``original_env`` rule built (its marker)."""
+    try:
+        return json.loads(Path(marker).read_text())["python"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"{marker}: not a built environment ({exc})") from None
+
+
 def read_answer(text: str | None) -> str | None:
     """An agent's answer: a JSON object's ``answer`` (its last such line), else its last
     line that starts with ``Answer:``; None where it holds neither."""
@@ -290,6 +321,11 @@ def read_answer(text: str | None) -> str | None:
         if line.lower().startswith("answer:"):
             return line
     return None
+
+
+def _redacted(value):
+    """A runner's report with every secret removed."""
+    return json.loads(secrets.redact(json.dumps(value)))
 
 
 def _json_object(text: str) -> dict | None:
@@ -332,16 +368,25 @@ def prepare(context) -> Prepared:
 
     spec = context.run["method_spec"]
     settings = AgentSettings.from_spec(spec)
-    key = (id(context.model), context.run["model"], context.run["method"])
+    snapshot_path = context.task.get("snapshot")  # GeneGPT's main.py: its header's replies
+    snapshot = Snapshot.load(Path(snapshot_path)) if snapshot_path else None
+    key = (id(context.model), context.run["model"], context.run["method"], snapshot_path)
     with _GATEWAYS_LOCK:
         if key not in _GATEWAYS:
             # NCBI's hosts and GeneAgent's services, as the gene-set methods reach them
             executor = ToolExecutor(geneset_settings(tool_settings(context.tools_mode)))
             _GATEWAYS[key] = Gateways(
-                context.model, executor, context.run["model"], settings.reply_cap
+                context.model, executor, context.run["model"], settings.reply_cap, snapshot
             )
     workdir = Path(tempfile.gettempdir()) / "helixbench-agents"
     workdir.mkdir(parents=True, exist_ok=True)
     agent = Agent(settings, _GATEWAYS[key], workdir)
     info = {"agent": {"command": list(settings.command), "mode": settings.mode}}
-    return Prepared(agent, context.model, None, None, info)
+    if spec.get("original"):  # a seed system run unchanged: what ran it, and the override
+        built = json.loads(Path(spec["python"]).read_text())
+        info["agent"] |= {
+            "original": spec["original"],
+            "sleep_scale": spec.get("sleep_scale", 1),
+            "environment": {k: built.get(k) for k in ("built_with", "python_version", "packages")},
+        }
+    return Prepared(agent, context.model, None, snapshot.id if snapshot else None, info)

@@ -300,9 +300,11 @@ def _agents_markdown(agents: pd.DataFrame) -> str:
     return (
         "\n## Agents\n"
         "Programs run unchanged behind the gateways (`kind: agent`): how their questions "
-        "ended, their calls (`tool_hits`: answered from the tool cache; `refused`: a host "
-        "off the allowlist, a socket, a cap) and the routes they used, model API paths, "
-        "tool hosts and MCP functions (`agents.csv`).\n\n"
+        "ended, their calls (`model_hits`, `tool_hits`: answered from the response and "
+        "tool caches; `refused`: a host off the allowlist, a socket, a cap), for a seed "
+        "system run unchanged (`original`) the fixed sleeps its code asked and those "
+        "slept (`sleep_scale`), and the routes they used, model API paths, tool hosts "
+        "and MCP functions (`agents.csv`).\n\n"
         + agents.to_markdown(index=False, disable_numparse=True)
         + "\n"
     )

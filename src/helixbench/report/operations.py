@@ -172,10 +172,14 @@ AGENT_COLUMNS = [
     "agent_error",
     "agent_no_answer",
     "model_calls",
+    "model_hits",  # answered from the response cache (the GeneGPT cross-check: all)
     "tool_calls",
     "tool_hits",
     "refused",
     "s_per_question",
+    "original",  # a seed system run unchanged (methods.originals), else ""
+    "sleep_asked_s",  # its fixed sleeps, as written and as slept (sleep_scale)
+    "sleep_slept_s",
     "routes",
 ]
 
@@ -189,7 +193,9 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
             continue
         row = rows.setdefault(
             (task.model, task.method),
-            {c: 0 for c in AGENT_COLUMNS[2:]} | {"model": task.model, "method": task.method},
+            {c: 0 for c in AGENT_COLUMNS[2:]}
+            | {"model": task.model, "method": task.method}
+            | {"original": task.method_spec.get("original") or ""},
         )
         routes = row["routes"] if isinstance(row["routes"], dict) else {}
         for record in records[task]:
@@ -201,16 +207,22 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
                 data = event["data"]
                 if event["type"] == "model":
                     row["model_calls"] += 1
+                    row["model_hits"] += data.get("cache") == "hit"
                 elif event["type"] == "tool":
                     row["tool_calls"] += 1
                     row["tool_hits"] += data.get("cache") == "hit"
                     row["refused"] += (data.get("error") or "").startswith("refused")
                 elif event["type"] == "agent":
                     row["s_per_question"] += data.get("seconds") or 0.0
+                    sleep = (data.get("runner") or {}).get("sleep") or {}
+                    row["sleep_asked_s"] += sleep.get("asked_s") or 0.0
+                    row["sleep_slept_s"] += sleep.get("slept_s") or 0.0
                     for route, n in (data.get("routes") or {}).items():
                         routes[route] = routes.get(route, 0) + n
         row["routes"] = routes
     for row in rows.values():
         row["s_per_question"] = round(row["s_per_question"] / max(row["questions"], 1), 3)
+        for key in ("sleep_asked_s", "sleep_slept_s"):
+            row[key] = round(row[key], 1)
         row["routes"] = "; ".join(f"{k} {v}" for k, v in sorted(row["routes"].items()))
     return pd.DataFrame(list(rows.values()), columns=AGENT_COLUMNS)

@@ -1,7 +1,9 @@
 """One model's ways of answering side by side (``protocols.csv``) and paired tests
 between them (``protocol_tests.csv``): GeneGPT's text protocol (URLs in brackets
 inside the reply), native function calling, BRAD's retrieval from a corpus, and no
-tools (on gene sets: closed book), on the same questions.
+tools (on gene sets: closed book), on the same questions; and each seed system run
+unchanged (GeneGPT's main.py, GeneAgent's cascade, BRAD-Agent: ``kind: agent`` with
+an ``original``) beside helixbench's re-implementation of it.
 
 A model appears when it ran at least two protocols on a benchmark (GeneTuring,
 GeneHop or the gene sets). Each row is a run on a benchmark: its macro score on the
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..methods.originals import ORIGINALS
 from ..overlap import NEWER
 from ..plan import Plan, RunTask
 from ..stats import holm, paired_test
@@ -30,12 +33,22 @@ PROTOCOLS = {
     "genegpt": "text protocol",
     "function-calling": "function calling",
     "brad": "retrieval (BRAD)",
+    "geneagent": "self-verification (GeneAgent)",
     "no-tools": "no tools",
     "closed-book": "closed book",
 }
 # Each benchmark's leaderboard metric.
 METRICS = {GENESETS: "embedding"}
 QA_METRIC = "extracted"
+
+
+def protocol_of(run) -> str | None:
+    """The protocol a run's method uses; a seed system run unchanged is its own
+    (``GeneGPT main.py (original)``), shown beside helixbench's re-implementation."""
+    spec = run.first.method_spec
+    if spec.get("kind") == "agent" and spec.get("original") in ORIGINALS:
+        return ORIGINALS[spec["original"]].label
+    return PROTOCOLS.get(spec.get("kind"))
 
 
 def metric_of(benchmark: str) -> str:
@@ -77,17 +90,12 @@ def protocol_runs(plan: Plan) -> dict[tuple[str, str], list]:
     for models with at least two protocols on the benchmark."""
     found: dict[tuple[str, str], list] = {}
     for run in plan.runs:
-        kind = run.first.method_spec.get("kind")
-        if kind not in PROTOCOLS or run.imported:
+        if protocol_of(run) is None or run.imported:
             continue
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
             if benchmark not in NEWER:  # their leaderboard metric scores only some tasks
                 found.setdefault((run.model, benchmark), []).append(run)
-    return {
-        key: runs
-        for key, runs in found.items()
-        if len({r.first.method_spec["kind"] for r in runs}) >= 2
-    }
+    return {key: runs for key, runs in found.items() if len({protocol_of(r) for r in runs}) >= 2}
 
 
 def protocol_table(
@@ -117,7 +125,7 @@ def protocol_table(
                 {
                     "model": model,
                     "benchmark": benchmark,
-                    "protocol": PROTOCOLS[run.first.method_spec["kind"]],
+                    "protocol": protocol_of(run),
                     "run": run.label,
                     "metric": metric_of(benchmark),
                     "macro": _first(macro, "score"),
@@ -167,8 +175,8 @@ def protocol_tests(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
                         "benchmark": benchmark,
                         "run_a": a.label,
                         "run_b": b.label,
-                        "protocol_a": PROTOCOLS[a.first.method_spec["kind"]],
-                        "protocol_b": PROTOCOLS[b.first.method_spec["kind"]],
+                        "protocol_a": protocol_of(a),
+                        "protocol_b": protocol_of(b),
                         "n": test.n,
                         "difference": round(test.difference, ROUND),
                         "p_value": round(test.p_value, 4),

@@ -1,0 +1,94 @@
+"""Builds a seed system's own environment (``workflow/envs/originals/<name>.yaml``)
+and writes its marker, ``env.json``: the interpreter, the packages as installed,
+how it was built and how long that took (the ``original_env`` rule).
+
+Where conda is absent the environment is a venv of the job's Python with the
+file's ``pip:`` pins; under ``--sdm conda`` Snakemake has built the file's
+environment and runs this in it (``--in-place``): the marker then names that
+environment's interpreter. Standard library only (besides PyYAML for the venv),
+so that it runs in either.
+
+Usage: python -m helixbench.environments ENV_FILE --out DIR/env.json [--in-place]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import venv
+from pathlib import Path
+
+
+def pip_pins(env_file: Path) -> list[str]:
+    """The ``pip:`` entries of a conda environment file."""
+    import yaml
+
+    spec = yaml.safe_load(env_file.read_text())
+    entries = spec.get("dependencies", [])
+    pins = [p for d in entries if isinstance(d, dict) for p in d.get("pip", [])]
+    if not pins:
+        raise ValueError(f"{env_file}: no pip: packages")
+    return [str(p) for p in pins]
+
+
+def freeze(python: str) -> list[str]:
+    out = subprocess.run(
+        [python, "-m", "pip", "freeze", "--all", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return sorted(line for line in out.stdout.splitlines() if line and not line.startswith("#"))
+
+
+def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
+    started = time.perf_counter()
+    if in_place:
+        python, built_with, pins = sys.executable, "conda", []
+    else:
+        pins = pip_pins(env_file)
+        target = out.parent / "venv"
+        venv.EnvBuilder(clear=True, with_pip=True).create(target)
+        python = str((target / "bin" / "python").resolve())
+        subprocess.run(
+            [python, "-m", "pip", "install", "--disable-pip-version-check", *pins], check=True
+        )
+        built_with = "venv"
+    version = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    marker = {
+        "name": env_file.stem,
+        "python": python,
+        "python_version": version,
+        "built_with": built_with,
+        "requirements": pins,
+        "packages": freeze(python),
+        "install_s": round(time.perf_counter() - started, 1),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(marker, indent=1) + "\n")
+    os.replace(tmp, out)
+    return marker
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m helixbench.environments")
+    parser.add_argument("env_file", type=Path)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--in-place", action="store_true")
+    args = parser.parse_args(argv)
+    marker = build(args.env_file, args.out, args.in_place)
+    print(f"{marker['name']}: {len(marker['packages'])} packages in {marker['install_s']} s")
+
+
+if __name__ == "__main__":
+    main()

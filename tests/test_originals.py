@@ -1,0 +1,141 @@
+"""The seed systems run unchanged (``kind: agent`` with an ``original``): their specs,
+environments and plan; and GeneGPT's cross-check, for real: helixbench's ``genegpt``
+loop with SmolLM2, then upstream's ``main.py`` (fetched at the pinned commit, in its
+own openai 0.27 venv built by the ``original_env`` rule) through the gateways on the
+same question: every model call of main.py is the same prompt, byte for byte, so a
+response-cache hit, and the answer is the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helixbench.config import build_plan, resolve_method
+from helixbench.digests import sha256_text
+from helixbench.methods.originals import ORIGINALS, RUNNERS_DIR
+from helixbench.report.protocols import protocol_of, protocol_runs
+from helixbench.transcripts import read_records
+from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO
+
+from .conftest import REPO_ROOT, SMOLLM2, run_snakemake
+
+ENVS = REPO_ROOT / "workflow" / "envs" / "originals"
+
+
+def pip_pins(name: str) -> dict[str, str]:
+    spec = yaml.safe_load((ENVS / f"{name}.yaml").read_text())
+    pins = [p for d in spec["dependencies"] if isinstance(d, dict) for p in d["pip"]]
+    return {p.split("==")[0].lower(): p.split("==")[1] for p in pins}
+
+
+def test_each_original_has_its_runner_environment_and_upstream_pins(upstream):
+    assert sorted(ORIGINALS) == sorted(p.stem for p in ENVS.glob("*.yaml"))
+    for system in ORIGINALS.values():
+        assert (RUNNERS_DIR / system.runner).is_file(), system.runner
+        for file in system.upstream_files():  # pinned by the manifest, sha256 known
+            assert file.sha256 != "unknown", file.path
+    # GeneGPT's own requirements.txt pins, as its environment pins them (pandas aside:
+    # main.py never imports it, and 1.4.4 builds for no Python 3.11).
+    text = upstream("requirements.txt").read_text()
+    upstream_pins = dict(line.lower().split("==") for line in text.split())
+    assert upstream_pins.pop("pandas") == "1.4.4"
+    assert upstream_pins.items() <= pip_pins("genegpt-main").items()
+    assert pip_pins("geneagent-cascade")["openai"] == "0.28.0"  # GeneAgent's README
+    assert pip_pins("brad-agent")["brad-agent"] == "0.1.34"
+
+
+def test_an_environment_built_by_conda_is_recorded_as_it_is(tmp_path):
+    """Under --sdm conda the rule runs in the file's environment: the marker names its
+    interpreter and what it holds, and installs nothing."""
+    from helixbench.environments import build
+
+    marker = build(ENVS / "genegpt-main.yaml", tmp_path / "env.json", in_place=True)
+    assert marker["built_with"] == "conda" and marker["requirements"] == []
+    assert Path(marker["python"]).samefile(sys.executable)
+    assert any(p.startswith("pytest==") for p in marker["packages"])
+    assert json.loads((tmp_path / "env.json").read_text()) == marker
+
+
+def test_an_original_is_planned_with_its_code_environment_and_header_snapshot(mirror):
+    spec = resolve_method(
+        "main", {"main": {"kind": "agent", "original": "genegpt-main", "mask": "001001"}}
+    )
+    assert spec["python"] == "resources/envs/genegpt-main/env.json"
+    assert spec["reply_cap"] == 10_000 and spec["mode"] == "per-question"
+    assert "--mask" in spec["command"] and spec["command"][spec["command"].index("--mask") + 1]
+    config = {
+        "benchmarks": ["geneturing"],
+        "models": {"smollm2": dict(SMOLLM2)},
+        "methods": {"main": {"kind": "agent", "original": "genegpt-main", "mask": "001001"}},
+        "runs": [{"model": "smollm2", "method": "main", "tasks": ["Gene alias"]}],
+    }
+    run = build_plan(config, mirror).runs[0]
+    prefix = f"resources/upstream/raw.githubusercontent.com/{GENEGPT_REPO}/{GENEGPT_COMMIT}"
+    assert {f"{prefix}/main.py", f"{prefix}/config.py"} <= set(run.data_paths)
+    assert "resources/envs/genegpt-main/env.json" in run.data_paths
+    assert run.snapshot_paths  # main.py's header calls get the snapshot's replies
+    config["methods"]["slim"] = {"kind": "genegpt", "mask": "001001"}
+    config["runs"][0] = {"model": "smollm2", "methods": ["slim", "main"], "tasks": ["Gene alias"]}
+    (runs,) = protocol_runs(build_plan(config, mirror)).values()  # paired in Protocols
+    assert [protocol_of(r) for r in runs] == ["text protocol", "GeneGPT main.py (original)"]
+    with pytest.raises(ValueError, match="unknown original 'genegpt'"):
+        resolve_method("x", {"x": {"kind": "agent", "original": "genegpt"}})
+
+
+def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_path):
+    """The cross-check of issue 28 on one question (a sample of one of Protein-coding
+    genes; SmolLM2 answers it in one call, about half a minute here)."""
+    config = {
+        "benchmarks": ["geneturing"],
+        "shards": 1,
+        "tools": {"mode": "offline", "seed": [{"recording": "genegpt-2023", "masks": ["111111"]}]},
+        "models": {"smollm2": {**SMOLLM2, "threads": 1}},
+        "methods": {
+            "genegpt-slim": {"kind": "genegpt", "mask": "001001"},
+            "genegpt-main": {
+                "kind": "agent",
+                "original": "genegpt-main",
+                "mask": "001001",
+                "sleep_scale": 0,
+            },
+        },
+        "runs": [
+            {
+                "model": "smollm2",
+                "methods": ["genegpt-slim", "genegpt-main"],
+                "tasks": ["Protein-coding genes"],
+                "sample": 1,
+            }
+        ],
+    }
+    env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror)}
+    shard = "results/runs/smollm2/{}/shard-0-of-1.jsonl"
+    for method in ("genegpt-slim", "genegpt-main"):  # ours first: main.py's calls then hit
+        done = run_snakemake(tmp_path, config, "--cores", "2", shard.format(method), env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+    ours = read_records(tmp_path / shard.format("genegpt-slim"))
+    theirs = read_records(tmp_path / shard.format("genegpt-main"))
+    assert len(ours) == len(theirs) == 1
+    ours, theirs = ours[0], theirs[0]
+    assert theirs["question_id"] == ours["question_id"] and theirs["error"] is None
+    assert theirs["answer"] == ours["answer"]
+    our_calls = [e["data"] for e in ours["events"] if e["type"] == "model"]
+    their_calls = [e["data"] for e in theirs["events"] if e["type"] == "model"]
+    assert len(their_calls) == len(our_calls) >= 1
+    for mine, upstreams in zip(our_calls, their_calls, strict=True):
+        assert upstreams["prompt_sha256"] == mine["prompt_sha256"]
+        assert upstreams["prompt_sha256"] == sha256_text(upstreams["prompt_increment"])
+        assert upstreams["cache"] == "hit"
+    # main.py's header calls (7, BLAST's Put and Get among them) got the snapshot's
+    # replies; its 40.1 s of fixed sleeps were asked, scaled to none, and recorded.
+    tools = [e["data"] for e in theirs["events"] if e["type"] == "tool"]
+    assert len(tools) == 7 and {t["cache"] for t in tools} == {"snapshot"}
+    agent = next(e["data"] for e in theirs["events"] if e["type"] == "agent")
+    assert agent["runner"]["sleep"] == {"scale": 0.0, "calls": 9, "asked_s": 40.1, "slept_s": 0.0}
+    built = json.loads((tmp_path / "resources/envs/genegpt-main/env.json").read_text())
+    assert "openai==0.27.7" in built["packages"] and Path(built["python"]).is_file()
