@@ -24,6 +24,7 @@ What this runner does, all of it outside BRAD:
   directory (a config file with ``log_path``). Each question is one
   ``agent.invoke``; a gene set (an id ``genesets.*``) is asked as
   :data:`GENESET_QUERY`. BRAD's router picks the module, reported per question.
+- Chroma's anonymous telemetry is switched off (``ANONYMIZED_TELEMETRY=False``).
 
 Usage: python brad_agent.py ANSWER_FILE --upstream DIR --db-dir DIR [--sleep-scale F]
 """
@@ -150,6 +151,7 @@ def main() -> None:
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="brad-agent-")
     lay_hub_cache(os.path.join(work, "hf"))
+    os.environ["ANONYMIZED_TELEMETRY"] = "False"  # Chroma's telemetry: nothing leaves
     out = sys.stdout
     sys.stdout = sys.stderr  # BRAD prints; only answers go to the real stdout
     vectordb, embeddings, db_name = database(args.upstream, args.db_dir)
