@@ -119,6 +119,7 @@ def test_an_unchanged_agent_answers_through_both_gateways_offline(seeded, tmp_pa
         assert agent["routes"]["/v1/chat/completions"] == 1
         assert agent["routes"]["eutils.ncbi.nlm.nih.gov"] == len(tools)
         assert "OPENAI_API_KEY" not in agent["stderr_tail"]
+    assert not any("header" in r for r in records)  # no prompt header: none logged
     texts = {r["question_id"]: r["answer"] for r in records}
     assert sorted(texts.values()) == sorted(
         script[q]["answer"] for q in script if any(script[q]["answer"] == a for a in texts.values())

@@ -17,7 +17,9 @@ import yaml
 
 from helixbench.config import build_plan, resolve_method
 from helixbench.digests import sha256_text
+from helixbench.errors import ConfigError
 from helixbench.methods.originals import ORIGINALS, RUNNERS_DIR
+from helixbench.models.gguf import converted_name
 from helixbench.report.protocols import protocol_of, protocol_runs
 from helixbench.transcripts import read_records
 from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO
@@ -83,13 +85,19 @@ def test_an_original_is_planned_with_its_code_environment_and_header_snapshot(mi
     config["runs"][0] = {"model": "smollm2", "methods": ["slim", "main"], "tasks": ["Gene alias"]}
     (runs,) = protocol_runs(build_plan(config, mirror)).values()  # paired in Protocols
     assert [protocol_of(r) for r in runs] == ["text protocol", "GeneGPT main.py (original)"]
+    config["runs"][0] = {"model": "smollm2", "method": "main", "benchmarks": ["genesets"]}
+    with pytest.raises(ConfigError, match="genegpt-main answers geneturing, genehop only"):
+        build_plan(config, mirror)
     with pytest.raises(ValueError, match="unknown original 'genegpt'"):
         resolve_method("x", {"x": {"kind": "agent", "original": "genegpt"}})
 
 
-def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_path):
+def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_path, smollm2_dir):
     """The cross-check of issue 28 on one question (a sample of one of Protein-coding
     genes; SmolLM2 answers it in one call, about half a minute here)."""
+    models = tmp_path / "resources" / "models"  # converted once for every test
+    models.mkdir(parents=True)
+    (models / converted_name(SMOLLM2)).symlink_to(smollm2_dir, target_is_directory=True)
     config = {
         "benchmarks": ["geneturing"],
         "shards": 1,

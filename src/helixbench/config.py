@@ -22,7 +22,7 @@ from .genegpt_format import MASK, check_mask
 from .imports import SourceError, claimed_files, resolve_source, task_file
 from .methods import ANY_BENCHMARK_KINDS, CHAT_KINDS, GENESET_KINDS
 from .methods.genegpt import PRESETS
-from .methods.originals import complete_spec
+from .methods.originals import complete_spec, original
 from .models import backend
 from .plan import Plan, RunTask
 from .questions import GENESET_FILES, is_sample, slugify, tasks_of
@@ -231,6 +231,13 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
     if enrichment != (kind == "gsea-top1"):
         raise ConfigError(
             f"{where}: gsea-top1 runs with a model of backend enrichment, and only it ({label})"
+        )
+    if method_spec.get("original") and benchmarks - set(
+        original(method_spec["original"]).benchmarks
+    ):
+        system = original(method_spec["original"])
+        raise ConfigError(
+            f"{where}: {system.name} answers {', '.join(system.benchmarks)} only ({label})"
         )
     if kind == "agent" and not method_spec.get("command"):
         raise ConfigError(f"{where}: an agent method needs `command`, its argv list ({label})")

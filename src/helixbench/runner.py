@@ -190,7 +190,8 @@ def run_shard(
                 in_a_row = 0
             record = to_record(result, setup.run_info, wall_s)
             header = getattr(setup.method, "header", None)
-            if header and result.header_sha256 not in logged:
+            # Only a result whose prompts follow a header logs it (an agent's has none).
+            if header and result.header_sha256 and result.header_sha256 not in logged:
                 record["header"] = header
                 logged.add(result.header_sha256)
             writer.append(record)

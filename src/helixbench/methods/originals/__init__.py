@@ -9,11 +9,14 @@ per system, standard library only, run by that environment's Python) starts it: 
 points the system's client at the model gateway, feeds it the question the way the
 system reads its data, and reads the answer where the system writes it.
 
-What the runners change, and only that, is said here and recorded in every record:
-the client's base URL and key (the gateway's, never a real key), the data file the
-system reads (one question), and upstream's fixed sleeps, scaled by ``sleep_scale``
-(1: as written; GeneGPT sleeps 3.1 s between model calls, 1 s before each NCBI call
-and 30 s before each BLAST Get, so a question takes a minute at 1).
+What the runners change, all of it outside the systems' code, is listed in each
+runner's docstring and reported in every record: the client's base URL and key (the
+gateway's, never a real key), the data file the system reads (one question), what
+it would download on start (GeneAgent's tiktoken ranks, BRAD's hub models: from
+installed packages, offline), and upstream's fixed sleeps, scaled by
+``sleep_scale`` (1: as written; GeneGPT sleeps 3.1 s between model calls, 1 s
+before each NCBI call and 30 s before each BLAST Get, so a question takes a minute
+at 1).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class Original:
     files: tuple[str, ...]  # what it reads (its code; BRAD: the corpus), pinned paths of repo
     runner: str  # file beside this one
     reimplementation: str  # the method kind of helixbench's own version
-    benchmarks: tuple[str, ...]
+    benchmarks: tuple[str, ...]  # the benchmarks it answers (a config error elsewhere)
     reply_cap: int | None = None  # bytes of a tool reply the system keeps
     mode: str = "per-question"
     extra_args: tuple[str, ...] = ()  # more of the runner's arguments
