@@ -34,7 +34,7 @@ from helixbench.transcripts import read_records  # noqa: E402
 
 def records(workdir: Path, run) -> dict[str, dict]:
     out = {}
-    for path in run.shard_paths:
+    for path in run.shard_paths():
         for record in read_records(workdir / path):
             if "events" in record:
                 out[record["question_id"]] = record

@@ -245,8 +245,10 @@ the {len(shown)} tests shown (family-wise error rate). Every test made is in
 ## Protocols: one model, several ways of answering
 Each model that ran more than one protocol on a benchmark: GeneGPT's text protocol
 (URLs in brackets inside the reply), native function calling (NCBI's web APIs as
-function schemas), BRAD's retrieval from a corpus, and no tools (on gene sets:
-closed book), on the same questions. `macro` is the benchmark's leaderboard metric
+function schemas), BRAD's retrieval from a corpus, GeneAgent's self-verification and
+no tools (on gene sets: closed book), on the same questions; a seed system run
+unchanged (`(original)`: GeneGPT's main.py, GeneAgent's main_cascade.py, BRAD-Agent)
+beside helixbench's re-implementation of it. `macro` is the benchmark's leaderboard metric
 (`metric`: extracted answers; embedding similarity for gene sets) with its 95%
 interval; `errors`: questions that ended in
 an error (the loop's cap, an overflowing context, a model error); tokens and seconds
