@@ -15,7 +15,6 @@ import argparse
 import collections
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -25,9 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from helixbench.config import build_plan  # noqa: E402
-from helixbench.fetch import mirror_path, resolve_mirror  # noqa: E402
+from helixbench.fetch import resolve_mirror  # noqa: E402
 from helixbench.loopback.openai import OpenAIServer  # noqa: E402
-from helixbench.paths import upstream_path  # noqa: E402
 from helixbench.questions import (  # noqa: E402
     local_question_table,
     read_questions,
@@ -35,7 +33,7 @@ from helixbench.questions import (  # noqa: E402
 )
 from helixbench.recordings import (  # noqa: E402
     RecordingReader,
-    recorded_runs,
+    local_recorded_files,
     recorded_tool_replies,
 )
 from helixbench.runner import run_shard  # noqa: E402
@@ -56,13 +54,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         os.chdir(work)
-        runs = recorded_runs("genegpt-2023", "geneturing", args.mask)
-        files = []
-        for run in runs:
-            local = Path(upstream_path(run.file))
-            local.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(mirror_path(run.file.url, mirror), local)
-            files.append(str(local))
+        local = local_recorded_files("genegpt-2023", "geneturing", args.mask, mirror)
+        files = [path for _, path in local]
         seed_from_recordings("genegpt-2023", ReplyCache(work / "tools.sqlite"), files)
         reader, script = RecordingReader(), {}
         for path in files:
@@ -95,7 +88,7 @@ def main() -> None:
                 "models": {"served": server.chat_model()},
                 "methods": {"replayer": method},
                 "runs": [
-                    {"model": "served", "method": "replayer", "tasks": [r.task for r in runs]}
+                    {"model": "served", "method": "replayer", "tasks": [task for task, _ in local]}
                 ],
             }
             (run,) = build_plan(config, None).runs

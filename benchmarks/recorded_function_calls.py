@@ -16,22 +16,20 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from helixbench.fetch import mirror_path, resolve_mirror  # noqa: E402
+from helixbench.fetch import resolve_mirror  # noqa: E402
 from helixbench.loopback.openai import OpenAIServer  # noqa: E402
 from helixbench.methods.function_calling import FunctionCalling  # noqa: E402
 from helixbench.models import create_model  # noqa: E402
-from helixbench.paths import upstream_path  # noqa: E402
 from helixbench.recordings import (  # noqa: E402
     RecordingReader,
+    local_recorded_files,
     recorded_function_calls,
-    recorded_runs,
 )
 from helixbench.tools.cache import ReplyCache, seed_from_recordings  # noqa: E402
 from helixbench.tools.executor import ToolExecutor, ToolSettings  # noqa: E402
@@ -41,12 +39,7 @@ from helixbench.tools.functions import NCBIFunctions, reply_text  # noqa: E402
 def drive(mask: str, mirror: Path, work: Path) -> list[dict]:
     """One row per task: calls, hits, errors by kind, replies equal to the recorded."""
     os.chdir(work)
-    files = []
-    for run in recorded_runs("genegpt-2023", "geneturing", mask):
-        local = Path(upstream_path(run.file))  # where the seeding job reads it
-        local.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(mirror_path(run.file.url, mirror), local)
-        files.append((run.task, str(local)))
+    files = local_recorded_files("genegpt-2023", "geneturing", mask, mirror)
     cache = ReplyCache(work / "tools.sqlite")
     seed_from_recordings("genegpt-2023", cache, [f for _, f in files])
     settings = ToolSettings.from_config(

@@ -21,9 +21,8 @@ from helixbench.gateway.model_api import ModelGateway
 from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.models import create_model
-from helixbench.paths import upstream_path
 from helixbench.questions import local_question_table, write_questions
-from helixbench.recordings import load_recording, recorded_runs, recorded_tool_replies
+from helixbench.recordings import load_recording, local_recorded_files, recorded_tool_replies
 from helixbench.report.operations import agent_table
 from helixbench.runner import run_shard
 from helixbench.tools import SETTINGS_ENV
@@ -36,7 +35,7 @@ AGENT = str(REPO_ROOT / "tests" / "support" / "agent.py")
 
 
 @pytest.fixture(scope="module")
-def seeded(mirror, upstream, tmp_path_factory):
+def seeded(mirror, tmp_path_factory):
     """The question table, a tool cache seeded as the workflow seeds it (mask 001001),
     and the agent's script: for each Gene alias question, the URLs Codex called and
     its recorded answer, derived from the recorded file."""
@@ -46,13 +45,8 @@ def seeded(mirror, upstream, tmp_path_factory):
     cwd = os.getcwd()
     os.chdir(root)
     try:
-        files = []
-        for run in recorded_runs("genegpt-2023", "geneturing", "001001"):
-            if run.task == "Gene alias":
-                local = Path(upstream_path(run.file))
-                local.parent.mkdir(parents=True, exist_ok=True)
-                local.write_bytes(upstream(run.file.path).read_bytes())
-                files.append(str(local))
+        local = local_recorded_files("genegpt-2023", "geneturing", "001001", mirror, ["Gene alias"])
+        files = [path for _, path in local]
         seed_from_recordings("genegpt-2023", ReplyCache(root / "tools.sqlite"), files)
     finally:
         os.chdir(cwd)

@@ -250,21 +250,13 @@ def test_the_demonstrations_become_chat_turns_with_the_snapshots_replies(upstrea
 
 
 def test_a_call_that_asks_what_codex_asked_gets_the_2023_reply_offline(
-    upstream, tmp_path, monkeypatch
+    mirror, tmp_path, monkeypatch
 ):
     """The seeded cache answers a function call whose URL is one Codex wrote."""
-    import shutil
-
-    from helixbench.paths import upstream_path
-    from helixbench.recordings import recorded_runs
+    from helixbench.recordings import local_recorded_files
 
     monkeypatch.chdir(tmp_path)
-    files = []
-    for run in recorded_runs("genegpt-2023", "geneturing", "001001"):
-        local = Path(upstream_path(run.file))  # where the seeding job finds it
-        local.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(upstream(run.file.path), local)
-        files.append(str(local))
+    files = [f for _, f in local_recorded_files("genegpt-2023", "geneturing", "001001", mirror)]
     cache = ReplyCache(tmp_path / "tools.sqlite")
     seeded = seed_from_recordings("genegpt-2023", cache, files)
     assert sum(f["replies"] for f in seeded) > 800

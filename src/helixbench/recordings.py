@@ -92,6 +92,25 @@ def recorded_runs(recording: str, benchmark: str, mask: str | None) -> list[Reco
     return runs
 
 
+def local_recorded_files(
+    recording: str, benchmark: str, mask: str, mirror: Path, tasks=None
+) -> list[tuple[str, str]]:
+    """A mask's recorded files (of ``tasks``, default all) copied from ``mirror`` to
+    where the workflow's jobs read them, ``resources/upstream/`` below the working
+    directory, each checked against its pin: (task, local path) per file."""
+    from . import paths
+    from .fetch import fetch
+    from .paths import upstream_path
+
+    files = []
+    for run in recorded_runs(recording, benchmark, mask):
+        if tasks is None or run.task in tasks:
+            local = Path(upstream_path(run.file))
+            fetch(run.file.url, local, run.file.sha256, Path(mirror), Path(paths.UPSTREAM_LOCK))
+            files.append((run.task, str(local)))
+    return files
+
+
 @cache
 def snapshot_run(recording: str) -> RecordedRun:
     """The recorded run whose header is the named snapshot ``recording``."""
