@@ -113,6 +113,7 @@ class Gateways:
         from ..tools.functions import NCBIFunctions
 
         self.sessions = Sessions()
+        self.demonstrations = demonstrations
         self.model = ModelGateway(model, self.sessions, served_name).__enter__()
         self.tools = ToolGateway(executor, self.sessions, reply_cap, demonstrations).__enter__()
         self.mcp = MCPGateway(NCBIFunctions(executor), self.sessions).__enter__()
@@ -190,12 +191,10 @@ class Agent:
             answer = answer if answer is not None else read_answer(out.decode("utf-8", "replace"))
             if process.returncode != 0:
                 return answer, "agent_error", info
-            reported = _json_object(written) or {}
-            if reported.get("runner") is not None:
-                info["runner"] = _redacted(reported["runner"])
-            if reported.get("error"):  # the program's own error (GeneGPT's lengthError)
-                return answer, str(reported["error"]), info
-            return answer, None if answer is not None else "agent_no_answer", info
+            error, report = reported_outcome(_json_object(written) or {}, answer)
+            if report is not None:
+                info["runner"] = report
+            return answer, error, info
 
     # -- one process per shard -----------------------------------------------------------
 
@@ -228,9 +227,7 @@ class Agent:
             reply = _json_object(line)
             if reply is not None and reply.get("id") == question_id:
                 answer = read_answer(line)
-                error = None if answer is not None else "agent_no_answer"
-                error = str(reply["error"]) if reply.get("error") else error
-                report = reply.get("runner")
+                error, report = reported_outcome(reply, answer)
                 break
         if error == "agent_timeout":
             _kill(process)
@@ -241,7 +238,7 @@ class Agent:
             "stderr_tail": secrets.redact("".join(errors)[-STDERR_TAIL:]),
         }
         if report is not None:
-            info["runner"] = _redacted(report)
+            info["runner"] = report
         return session, (answer, error, info)
 
     # -- what the agent is given -----------------------------------------------------------
@@ -323,9 +320,17 @@ def read_answer(text: str | None) -> str | None:
     return None
 
 
-def _redacted(value):
-    """A runner's report with every secret removed."""
-    return json.loads(secrets.redact(json.dumps(value)))
+def reported_outcome(reply: dict, answer: str | None) -> tuple[str | None, dict | None]:
+    """The question's error and the runner's report (secrets removed) that an answer
+    object states: its own ``error`` (GeneGPT's lengthError) if any, else
+    ``agent_no_answer`` where it holds no answer."""
+    error = None if answer is not None else "agent_no_answer"
+    if reply.get("error"):
+        error = str(reply["error"])
+    report = reply.get("runner")
+    if report is not None:
+        report = json.loads(secrets.redact(json.dumps(report)))
+    return error, report
 
 
 def _json_object(text: str) -> dict | None:
@@ -369,15 +374,16 @@ def prepare(context) -> Prepared:
     spec = context.run["method_spec"]
     settings = AgentSettings.from_spec(spec)
     snapshot_path = context.task.get("snapshot")  # GeneGPT's main.py: its header's replies
-    snapshot = Snapshot.load(Path(snapshot_path)) if snapshot_path else None
     key = (id(context.model), context.run["model"], context.run["method"], snapshot_path)
     with _GATEWAYS_LOCK:
-        if key not in _GATEWAYS:
+        if key not in _GATEWAYS:  # loaded and started once for the shard's tasks
+            snapshot = Snapshot.load(Path(snapshot_path)) if snapshot_path else None
             # NCBI's hosts and GeneAgent's services, as the gene-set methods reach them
             executor = ToolExecutor(geneset_settings(tool_settings(context.tools_mode)))
             _GATEWAYS[key] = Gateways(
                 context.model, executor, context.run["model"], settings.reply_cap, snapshot
             )
+    snapshot = _GATEWAYS[key].demonstrations
     workdir = Path(tempfile.gettempdir()) / "helixbench-agents"
     workdir.mkdir(parents=True, exist_ok=True)
     agent = Agent(settings, _GATEWAYS[key], workdir)
