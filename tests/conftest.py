@@ -17,9 +17,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pytest
 import yaml
 
-from helixbench.fetch import fetch
+from helixbench.fetch import fetch, pin_mirror_env
 from helixbench.recordings import recorded_runs
 from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup
+
+# A relative HELIXBENCH_MIRROR (the README's ../shared/mirror) is taken from where
+# pytest was started, once, before any test starts a process elsewhere.
+pin_mirror_env()
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"

@@ -104,3 +104,27 @@ def test_methods_pair_with_the_backends_they_need(model, method, benchmarks, mes
     }
     with pytest.raises(ConfigError, match=message):
         build_plan(config, None)
+
+
+@pytest.mark.parametrize(
+    "run, message",
+    [
+        (
+            {"model": "server", "method": "no-tool"},
+            "runs[0].method: unknown method 'no-tool'; did you mean 'no-tools'? known: mine,",
+        ),
+        ({"model": "servr", "method": "mine"}, "did you mean 'server'? known: server"),
+        ({"model": "server", "method": "mine", "tasks": ["Gene alais"]}, "'Gene alias'?"),
+    ],
+)
+def test_an_unknown_name_says_what_it_may_have_meant_and_what_exists(run, message):
+    config = {
+        "models": {"server": SERVER},
+        "methods": {"mine": {"kind": "no-tools"}},
+        "benchmarks": ["geneturing"],
+        "runs": [run],
+    }
+    with pytest.raises(ConfigError) as caught:
+        build_plan(config, None)
+    assert message in str(caught.value)
+    assert "genegpt-slim" in str(caught.value) or run["model"] == "servr" or "tasks" in run

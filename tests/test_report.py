@@ -303,3 +303,16 @@ def test_a_weighted_paired_test_is_the_plain_one_with_equal_weights():
     weighted, plain = paired_test(a, b, weights=dict.fromkeys(a, 0.2)), paired_test(a, b)
     assert weighted.difference == pytest.approx(plain.difference)
     assert (weighted.p_value, weighted.n) == (plain.p_value, plain.n)
+
+
+def test_a_snp_function_answer_found_in_a_tool_reply_is_typed_e3():
+    """The SNP gene function evidence (the gold's cleaned text in a reply) is reached
+    whenever that task's first scorer is a correctness scorer."""
+    from helixbench.report.taxonomy import classify
+
+    gold = "The SNP is in an intron of the gene (intron variant)."
+    reply = "dbSNP says: the snp is in an intron of the gene . (intron variant) on chr1"
+    call = {"url": "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esummary.fcgi?db=snp&id=1"}
+    record = {"error": None, "events": [{"type": "tool", "data": {**call, "rendered": reply}}]}
+    assert classify("SNP gene function", record, gold) == "E3"
+    assert classify("SNP gene function", {**record, "events": []}, gold) == "E1"

@@ -423,7 +423,7 @@ def test_offline_tools_from_the_seeded_cache_and_a_live_snapshot(mirror, tmp_pat
         ({"runs": [{"model": "codex", "method": "slim"}]}, "runs[0].method: unknown method 'slim'"),
         (
             {"runs": [{"model": "codex", "method": "genegpt-slim", "tasks": ["Gene alais"]}]},
-            "runs[0].tasks: unknown task 'Gene alais'; the tasks are (geneturing: Gene alias,",
+            "runs[0].tasks: unknown task 'Gene alais'; did you mean 'Gene alias'? known: Gene",
         ),
         (
             {"prices": {"gpt-4o": {"prompt": 2.5, "completion": 10}}},

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import paths
 from .digests import sha256_json
-from .errors import ConfigError
+from .errors import ConfigError, unknown_name
 from .fetch import available
 from .genegpt_format import MASK, check_mask
 from .imports import SourceError, claimed_files, resolve_source, task_file
@@ -58,6 +58,12 @@ def resolve_method(name: str, methods: dict) -> dict:
     return spec
 
 
+def method_names(methods: dict) -> list[str]:
+    """Every method name a run may use without a mask: the config's, then the presets."""
+    kinds = (*GENESET_KINDS, *CHAT_KINDS, *ANY_BENCHMARK_KINDS, "imported")
+    return list(dict.fromkeys([*methods, *PRESETS, *kinds]))
+
+
 def build_plan(config: dict, mirror: Path | None) -> Plan:
     models, methods = config.get("models", {}), config.get("methods", {})
     tools_config = dict(config.get("tools", {}))
@@ -76,15 +82,13 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
     seen = set()
     for where, run in expand_runs(config.get("runs", [])):
         if run["model"] not in models:
-            raise ConfigError(
-                f"{where}.model: unknown model {run['model']!r}; defined: {', '.join(models)}"
-            )
+            raise ConfigError(f"{where}.model: {unknown_name('model', run['model'], models)}")
         try:
             method_spec = resolve_method(run["method"], methods)
         except KeyError:
             raise ConfigError(
-                f"{where}.method: unknown method {run['method']!r}; define it under 'methods', "
-                f"or use a preset ({', '.join(PRESETS)}) or genegpt-<six-digit mask>"
+                f"{where}.method: {unknown_name('method', run['method'], method_names(methods))}"
+                " (or genegpt-<six-digit mask>; define others under 'methods')"
             ) from None
         except ValueError as exc:
             raise ConfigError(f"methods.{run['method']}.mask: {exc}") from None
@@ -140,9 +144,7 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
     scoring = resolve_scoring(config)
     for model in config.get("prices", {}):
         if model not in models:
-            raise ConfigError(
-                f"prices.{model}: unknown model {model!r}; defined: {', '.join(models)}"
-            )
+            raise ConfigError(f"prices.{model}: {unknown_name('model', model, models)}")
     # The files stating a source's own score (the report quotes them where mirrored).
     claims = {
         model: {b: f for b, f in claimed_files(source).items() if available(f.url, mirror)}
@@ -265,8 +267,8 @@ def _check_task_names(where: str, names: list[str], benchmarks: list[str]) -> No
     }
     for name in names:
         if name not in known:
-            listed = "; ".join(f"{b}: {', '.join(tasks_of(b))}" for b in benchmarks)
-            raise ConfigError(f"{where}.tasks: unknown task {name!r}; the tasks are ({listed})")
+            tasks = [task for benchmark in benchmarks for task in tasks_of(benchmark)]
+            raise ConfigError(f"{where}.tasks: {unknown_name('task', name, tasks)}")
 
 
 def resolve_scoring(config: dict) -> dict:
@@ -282,7 +284,9 @@ def resolve_scoring(config: dict) -> dict:
         if used and not model:
             raise ConfigError(f"scoring: the {scorer!r} scorer needs scoring.{key}.model")
         if model and model not in config.get("models", {}):
-            raise ConfigError(f"scoring.{key}.model: unknown model {model!r}")
+            raise ConfigError(
+                f"scoring.{key}.model: {unknown_name('model', model, config.get('models', {}))}"
+            )
     return scoring
 
 
@@ -308,7 +312,7 @@ def _seeds(entries: list, mirror: Path | None) -> dict:
         recording = entry["recording"]
         if recording not in RECORDINGS:
             raise ConfigError(
-                f"tools.seed[{i}]: unknown recording {recording!r}; known: {', '.join(RECORDINGS)}"
+                f"tools.seed[{i}]: {unknown_name('recording', recording, RECORDINGS)}"
             )
         masks = entry.get("masks") or [None]
         runs = [
@@ -343,10 +347,8 @@ def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | No
     if name in live_snapshots:
         return paths.LIVE_SNAPSHOT.format(name=name)
     if name not in RECORDINGS:
-        raise ConfigError(
-            f"{where}: unknown snapshot {name!r}; use 'recorded', a recording "
-            f"({', '.join(RECORDINGS)}) or a name under 'snapshots'"
-        )
+        known = ["recorded", *RECORDINGS, *live_snapshots]
+        raise ConfigError(f"{where}: {unknown_name('snapshot', name, known)}")
     recorded = snapshot_run(name)
     if recorded not in snapshot_runs and not available(recorded.file.url, mirror):
         raise ConfigError(f"{where}: snapshot {name} needs {recorded.file.url}; not mirrored")
@@ -367,8 +369,7 @@ def _run_tasks(of_run: _RunConfig, benchmark: str, sources: dict):
     recording = model_spec["recording"]
     if recording not in RECORDINGS:
         raise ConfigError(
-            f"models.{run['model']}.recording: unknown recording {recording!r}; "
-            f"known: {', '.join(RECORDINGS)}"
+            f"models.{run['model']}.recording: {unknown_name('recording', recording, RECORDINGS)}"
         )
     mask = of_run.method_spec["mask"]
     recorded = {r.task: r for r in recorded_runs(recording, benchmark, mask)}

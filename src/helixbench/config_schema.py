@@ -10,7 +10,6 @@ Snakemake's ``validate`` still runs after it, to fill in the defaults.
 
 from __future__ import annotations
 
-import difflib
 import re
 from functools import cache
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, closest
 
 # Where the workflow keeps the schema, seen from this package's source.
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
@@ -148,10 +147,8 @@ def _by_pattern(key: str, schema: dict) -> bool:
 
 
 def _suggest(word, known) -> str:
-    if not isinstance(word, str):
-        return ""
-    close = difflib.get_close_matches(word, [str(k) for k in known], n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    guess = closest(word, known)
+    return f"; did you mean {guess!r}?" if guess else ""
 
 
 def _path(parts) -> str:

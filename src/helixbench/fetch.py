@@ -29,18 +29,39 @@ class FetchError(RuntimeError):
 def resolve_mirror(configured: str | None) -> Path | None:
     """The mirror directory: ``$HELIXBENCH_MIRROR`` if set, else the config value, else None.
 
-    A relative path is taken from the working directory. A mirror that is not a
-    directory is an error: silently treating every file as missing would hide it.
+    A relative ``$HELIXBENCH_MIRROR`` is taken from where it was given (see
+    :func:`pin_mirror_env`), a relative config value from the working directory. A
+    mirror that is not a directory is an error: silently treating every file as
+    missing would hide it.
     """
     from_env = os.environ.get(MIRROR_ENV)
     value = from_env or configured
     if not value:
         return None
-    path = Path(value).expanduser().resolve()
+    path = Path(value).expanduser()
+    if from_env and not path.is_absolute():
+        path = _shell_dir() / path
+    path = path.resolve()
     if not path.is_dir():
         origin = f"${MIRROR_ENV}" if from_env else "config key 'mirror'"
         raise FetchError(f"mirror {value!r} ({origin}) is not a directory (resolved to {path})")
     return path
+
+
+def _shell_dir() -> Path:
+    """The directory the command was typed in: the shell's ``$PWD`` (which Snakemake's
+    ``--directory`` and pytest's temporary directories leave as it was), else ours."""
+    shell = os.environ.get("PWD")
+    return Path(shell) if shell and Path(shell).is_absolute() and Path(shell).is_dir() else Path()
+
+
+def pin_mirror_env() -> None:
+    """Make a relative ``$HELIXBENCH_MIRROR`` absolute in this process's environment,
+    once, where it was given: every job and test process started from here then finds
+    the same directory, whatever its own working directory."""
+    value = os.environ.get(MIRROR_ENV)
+    if value and not Path(value).expanduser().is_absolute():
+        os.environ[MIRROR_ENV] = str((_shell_dir() / Path(value).expanduser()).resolve())
 
 
 def mirror_path(url: str, mirror: Path) -> Path:

@@ -19,7 +19,8 @@ LOCAL_MODEL = "resources/models/{weights}"  # a GGUF file converted for fast loa
 ORIGINAL_ENV = "resources/envs/{env}/env.json"  # a seed system's own environment, built
 TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
 
-RUN_SHARD = "results/runs/{model}/{method}/shard-{shard}-of-{shards}.jsonl"
+RUNS_DIR = "results/runs"
+RUN_SHARD = RUNS_DIR + "/{model}/{method}/shard-{shard}-of-{shards}.jsonl"
 RUN_SCORES = "results/scores/{model}/{method}.jsonl"
 
 REPORT_DIR = "results/report"

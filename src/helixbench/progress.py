@@ -21,6 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import paths
 from .transcripts import complete_lines, first_of_each_question
 
 # Seconds between two progress lines at most once a second's work is done; every
@@ -37,12 +38,20 @@ def sidecar_path(shard_output: Path) -> Path:
     return Path(shard_output).with_name(Path(shard_output).name + SIDECAR_SUFFIX)
 
 
-class _Lines:
-    """A stream for tqdm that turns each redraw into one whole line."""
+# Seconds between two lines on the console (where several jobs' lines meet), apart
+# from a shard's first and last.
+CONSOLE_INTERVAL_S = float(os.environ.get("HELIXBENCH_CONSOLE_INTERVAL", "30"))
 
-    def __init__(self, stream):
-        self.stream = stream
+
+class _Lines:
+    """A stream for tqdm that turns each redraw into one whole line, written to the
+    job's log and, sparser, to the console (when the job has one apart from its log)."""
+
+    def __init__(self, stream, console=None):
+        self.stream, self.console = stream, console
         self.last = None
+        self.console_at = None  # when the console last got a line
+        self.flush_console = False  # the next line goes to the console whatever the time
 
     def write(self, text: str) -> None:
         for part in text.replace("\r", "\n").split("\n"):
@@ -50,10 +59,34 @@ class _Lines:
             if part and part != self.last:
                 self.stream.write(part + "\n")
                 self.last = part
+                self._to_console(part)
         self.stream.flush()
+
+    def _to_console(self, line: str) -> None:
+        now = time.monotonic()
+        due = self.console_at is None or now - self.console_at >= CONSOLE_INTERVAL_S
+        if self.console is not None and (due or self.flush_console):
+            self.console.write(f"[progress] {line}\n")
+            self.console.flush()
+            self.console_at, self.flush_console = now, False
 
     def flush(self) -> None:
         self.stream.flush()
+
+
+def log_to_file(path: Path):
+    """Send this process's standard output and error (its own logging and every
+    library's prints) to the log file ``path``, and return a stream to where its
+    standard error went before: the console that progress lines go to."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    console = os.fdopen(os.dup(2), "w", buffering=1)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return console
 
 
 @dataclass
@@ -79,7 +112,9 @@ class ShardProgress:
     """A run shard's progress: a tqdm bar of whole lines on ``stream`` (the job's log)
     and the sidecar file ``helixbench status`` reads."""
 
-    def __init__(self, label: str, output: Path, total: int, records: list[dict], stream=None):
+    def __init__(
+        self, label: str, output: Path, total: int, records: list[dict], stream=None, console=None
+    ):
         self.counts = Counts()
         for record in records:  # resumed: what earlier attempts did counts too
             self.counts.add(record)
@@ -99,7 +134,7 @@ class ShardProgress:
             total=total,
             initial=self.counts.done,
             desc=label,
-            file=_Lines(stream or sys.stderr),
+            file=_Lines(stream or sys.stderr, console),
             mininterval=INTERVAL_S,
             miniters=1,
             bar_format=BAR_FORMAT,
@@ -129,6 +164,7 @@ class ShardProgress:
         self._write_sidecar()
 
     def close(self, finished: bool) -> None:
+        self.bar.fp.flush_console = True  # the console sees how the shard ended
         self.bar.close()  # shows the last state, whatever the interval
         if finished:  # the shard's output holds it all now
             self.sidecar.unlink(missing_ok=True)
@@ -178,10 +214,35 @@ def _alive(state: dict) -> bool:
     return True
 
 
-def shard_statuses(runs_dir: Path, now: float | None = None) -> list[ShardStatus]:
+def planned_shards(plan) -> list[tuple[str, str]]:
+    """Every shard a plan runs, in its order: (``model / method``, output path under
+    ``results/runs``)."""
+    return [(run.label, path) for run in plan.runs for path in run.shard_paths()]
+
+
+def shard_statuses(
+    runs_dir: Path, now: float | None = None, planned: list[tuple[str, str]] | None = None
+) -> list[ShardStatus]:
     """Every shard under ``runs_dir`` (``results/runs``): finished (its output), in
-    progress or stopped (its ``.partial`` file and sidecar)."""
-    now = time.time() if now is None else now
+    progress or stopped (its ``.partial`` file and sidecar); with ``planned`` (from
+    :func:`planned_shards`) also each planned shard not started yet, in the plan's
+    order, before the shards on disk that the plan does not name."""
+    found = _found_statuses(Path(runs_dir), time.time() if now is None else now)
+    if planned is None:
+        return found
+    by_output = {s.path.removesuffix(".partial"): s for s in found}
+    statuses = []
+    for label, output in planned:
+        path = str(Path(runs_dir) / Path(output).relative_to(paths.RUNS_DIR))
+        shard, shards = Path(output).stem.split("-")[1::2]
+        status = by_output.pop(path, None) or ShardStatus(
+            label, f"{shard} of {shards}", "not started", 0, None, 0, 0, 0, None, None, None, path
+        )
+        statuses.append(status)
+    return statuses + list(by_output.values())
+
+
+def _found_statuses(runs_dir: Path, now: float) -> list[ShardStatus]:
     statuses = []
     for path in sorted(Path(runs_dir).glob("*/*/shard-*-of-*.jsonl*")):
         name = path.name
@@ -263,7 +324,8 @@ def format_statuses(statuses: list[ShardStatus]) -> str:
     footer = (
         f"{len(statuses)} shard(s): "
         + ", ".join(
-            f"{sum(s.state == k for s in statuses)} {k}" for k in ("done", "running", "stopped")
+            f"{sum(s.state == k for s in statuses)} {k}"
+            for k in ("done", "running", "stopped", "not started")
         )
         + f"; {totals[0]} questions and {totals[1]} model calls recorded"
     )

@@ -2,7 +2,7 @@
 
 A run of a model whose server cannot fit the prompts records every question as
 ``lengthError`` and scores 0: correct, and useless without a word on why. Past a
-share of its questions (:data:`THRESHOLDS`, documented in config/README.md) a run
+share of its questions (:data:`THRESHOLDS`, documented in docs/report.md) a run
 gets a warning naming the likely cause and the setting to change, in the job's log
 (:func:`shard_warnings`) and in the report (:func:`run_warnings`). Recorded and
 published runs are left out: their errors are the 2023 system's, facts to report.

@@ -118,9 +118,11 @@ def run_shard(
     model_dir: Path | None = None,
     threads: int | None = None,
     serving: dict | None = None,
+    console=None,
 ) -> None:
     """Answer the questions of ``shard`` into ``output``. ``serving``: the model's
-    serving settings (``concurrency``), by default those the workflow passed down."""
+    serving settings (``concurrency``), by default those the workflow passed down;
+    ``console``: a stream apart from the log for sparse progress lines."""
     every = read_questions(questions_path)
     chosen = shard_questions(every, spec, shard)
     shared_model = None
@@ -162,7 +164,7 @@ def run_shard(
     # Each prompt header is logged once per shard (records log prompts after it).
     logged = {r["header_sha256"] for r in writer.records if r.get("header") is not None}
     label = f"{spec['model']} / {spec['method']} shard-{shard}-of-{spec['shards']}"
-    progress = ShardProgress(label, output, len(chosen), writer.records)
+    progress = ShardProgress(label, output, len(chosen), writer.records, console=console)
     in_flight = questions_in_flight(shared_model, setups)
     failed, in_a_row = [], 0
 

@@ -33,7 +33,7 @@ if SRC_DIR is not None:
 
 from helixbench import paths
 from helixbench.questions import question_files
-from helixbench.fetch import FetchError, resolve_mirror
+from helixbench.fetch import FetchError, pin_mirror_env, resolve_mirror
 from helixbench.models.gguf import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
 from helixbench.config_schema import check_config
@@ -58,6 +58,7 @@ except ConfigError as exc:
 validate(config, schema="../schemas/config.schema.yaml")
 
 try:
+    pin_mirror_env()  # the jobs, wherever they run, find the mirror the user named
     MIRROR = resolve_mirror(config.get("mirror"))
     PLAN = build_plan(config, MIRROR)
 except (ConfigError, FetchError) as exc:

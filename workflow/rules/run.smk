@@ -27,7 +27,7 @@ rule run_shard:
         "python -m helixbench run --spec {params.spec:q} --shard {wildcards.shard} --threads {threads}"
         " --questions {input.questions:q} {params.model_dir}"
         " --model-cache {params.model_cache:q}"
-        " --out {output:q} > {log:q} 2>&1"
+        " --out {output:q} --log {log:q}"
 
 
 rule prepare_local_model:

@@ -100,7 +100,7 @@ def _bank_text(bank: dict | None) -> str:
         return ""
     parts = [
         "## Question bank: GeneTuring 2025 and BioRAGent\n"
-        "Each task scored by its primary scorer (config/README.md, `scoring`), with its 95% "
+        "Each task scored by its primary scorer (docs/scoring.md), with its 95% "
         "bootstrap interval; `macro` is the mean of the task means. In the leaderboard, "
         "`shared` covers the items that repeat a GeneTuring (2023) or GeneHop question, "
         "`new` the rest, and `original` is the same run's macro on those repeated items' "

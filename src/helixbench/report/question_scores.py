@@ -27,7 +27,7 @@ COLUMNS = {
     "benchmark": ("string", "geneturing, genehop, genesets, geneturing2025, bioragent"),
     "task": ("string", "the task (module) as the benchmark names it"),
     "question_id": ("string", "benchmark/task/index, stable across runs"),
-    "metric": ("string", "the scorer (config/README.md, scoring)"),
+    "metric": ("string", "the scorer (docs/scoring.md)"),
     "primary": ("bool", "whether metric is the task's primary metric"),
     "score": ("float64", "the score in [0, 1]"),
     "demo": ("string", "the GeneGPT demonstration the item reuses (Dm.1..Dm.4), or null"),

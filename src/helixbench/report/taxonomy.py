@@ -110,7 +110,7 @@ def evidence(task: str, gold) -> list[re.Pattern]:
     if task == "Protein-coding genes":
         return [re.compile(r"(?i)protein[- ]coding")] if golds[0] == "TRUE" else []
     if task == "SNP gene function":
-        from .scoring.text import clean_text
+        from ..scoring.text import clean_text
 
         return [re.compile(re.escape(clean_text(golds[0])[:60]), re.I)]
     if task == "sequence gene alias":

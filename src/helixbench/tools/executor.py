@@ -66,7 +66,7 @@ _BLAST_RTOE = re.compile(r"RTOE = (\d+)")
 
 @dataclass(frozen=True)
 class ToolSettings:
-    """``tools`` in config, flattened; see config/README.md for each key."""
+    """``tools`` in config, flattened; see docs/reference/config.md for each key."""
 
     mode: str = "offline"
     cache: str = "resources/cache/tools.sqlite"

@@ -1,0 +1,185 @@
+"""The commands a person types: ``plan``, ``status``, ``compare``, ``recordings`` and
+``cache``. Each reads the working directory and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+WORKFLOW_CONFIG = Path("config/config.yaml")  # what `snakemake` reads, from the clone's root
+
+
+def read_configs(files: list[str] | None) -> tuple[dict, list[str]]:
+    """The config Snakemake would run with ``--configfile files``: the workflow's
+    ``config/config.yaml`` (where there is one), each file merged over it in order
+    (mappings key by key, anything else replaced whole), checked against the schema."""
+    import yaml
+    from snakemake.utils import update_config
+
+    from ..config_schema import SCHEMA, check_config
+    from ..errors import ConfigError
+
+    read = [str(WORKFLOW_CONFIG)] if WORKFLOW_CONFIG.is_file() else []
+    read += [f for f in files or () if Path(f).resolve() != WORKFLOW_CONFIG.resolve()]
+    if not read:
+        raise ConfigError(f"no {WORKFLOW_CONFIG} here: run from the clone's root or pass --config")
+    config: dict = {}
+    for name in read:
+        try:
+            update_config(config, yaml.safe_load(Path(name).read_text(encoding="utf-8")) or {})
+        except OSError as exc:
+            raise ConfigError(f"{name}: {exc.strerror}") from None
+    if SCHEMA.is_file():  # beside a clone's workflow; an installed package has none
+        check_config(config, read)
+    return config, read
+
+
+def config_and_plan(args):
+    """The config (the workflow's, with ``--config`` files over it, or the workflow's
+    JSON) and its plan, built once."""
+    from ..config import build_plan
+    from ..fetch import resolve_mirror
+
+    if getattr(args, "config_json", None):
+        config = json.loads(args.config_json)
+    else:
+        config, _ = read_configs(args.config)
+    return config, build_plan(config, resolve_mirror(config.get("mirror")))
+
+
+def compare(args) -> None:
+    from ..report.comparisons import compare_two
+
+    if args.scores:
+        from ..report.question_scores import read_question_scores
+
+        table = read_question_scores([Path(f) for f in args.scores])
+    else:
+        from ..report.question_scores import question_score_table
+        from ..report.records import load_scores
+
+        _, plan = config_and_plan(args)
+        table = question_score_table(plan, load_scores(plan), "")
+    rows = compare_two(table, args.a, args.b)
+    print("task\tmetric\tn\ta\tb\ta-b\tp")
+    for r in rows:
+        print(
+            f"{r['task']}\t{r['metric']}\t{r['n']}\t{r['score_a']:.4f}\t{r['score_b']:.4f}"
+            f"\t{r['difference']:+.4f}\t{r['p_value']:.4f}"
+        )
+
+
+def plan(args) -> None:
+    from ..fetch import resolve_mirror
+    from ..questions import local_question_table
+    from ..report.question_bank import overlap_summary
+    from ..runner import answered_by, run_questions
+
+    config, plan = config_and_plan(args)
+    questions = local_question_table(resolve_mirror(config.get("mirror")))
+    for run in plan.runs:
+        print(f"{run.model}\t{run.method}\t{run.shards} shard(s)")
+        if questions is None:
+            for task in run.tasks:
+                print(f"\t{task.benchmark}\t{task.task}")
+            continue
+        spec = run.spec()
+        asked = {q.id for _, q in run_questions(questions, spec)}
+        repeats = answered_by(questions, spec)
+        for task in run.tasks:
+            of_task = [q for q in questions if (q.benchmark, q.task) == (task.benchmark, task.task)]
+            ids = {q.id for q in of_task}
+            line = f"\t{task.benchmark}\t{task.task}\t{len(of_task)} questions"
+            if spec.get("sample"):
+                line += f", {len(ids & (asked | set(repeats)))} sampled"
+            shared = sum(q.overlap is not None for q in of_task)
+            if shared:
+                line += f"; {shared} shared with GeneTuring/GeneHop"
+            if ids & set(repeats):
+                line += f", {len(ids & set(repeats))} answered by the same question asked once"
+            print(line)
+        print(f"\t{len(asked)} questions asked")
+    for note in plan.notes:
+        where = f"{note['model']} / {note['method']} ({note['benchmark']})"
+        print(f"{note['level']}: {where}: {note['message']}")
+    if questions is None:
+        print("question counts: the benchmark files are not here yet (no mirror, not fetched)")
+        return
+    for line in overlap_summary(questions):
+        print(f"overlap: {line}")
+
+
+def status(args) -> None:
+    from ..errors import ConfigError
+    from ..progress import format_statuses, planned_shards, shard_statuses
+
+    try:
+        _, plan = config_and_plan(args)
+        planned = planned_shards(plan)
+    except ConfigError:
+        if args.config:  # asked for: its mistake is the answer
+            raise
+        planned = None  # no config here: the shards on disk are all there is to show
+    statuses = shard_statuses(Path(args.runs), planned=planned)
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps([asdict(s) for s in statuses], indent=1))
+    elif statuses:
+        print(format_statuses(statuses))
+    else:
+        print(f"no shard planned or under {args.runs} yet")
+
+
+def recordings(args) -> None:
+    from ..fetch import resolve_mirror
+    from ..recordings import loop_table
+
+    print("recording\trun\ttasks\tread\tmax_calls\turl_rule\tcapped_at\tcontradictions")
+    for row in loop_table(resolve_mirror(args.mirror)):
+        if not row["read"]:
+            print(f"{row['recording']}\t{row['run']}\t{row['tasks']}\t0\t\t\t\t")
+            continue
+        caps = "/".join(str(cap or "-") for cap, _ in row["variants"])
+        rules = "/".join(rule for _, rule in row["variants"])
+        print(
+            f"{row['recording']}\t{row['run']}\t{row['tasks']}\t{row['read']}\t{caps}\t{rules}"
+            f"\t{row['capped_at']}\t{row['contradictions']}"
+        )
+
+
+def cache(args) -> None:
+    """What the tool and model caches hold, read without writing (SQLite read-only)."""
+    import sqlite3
+
+    from tabulate import tabulate
+
+    def query(path: Path, sql: str) -> list:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            return conn.execute(sql).fetchall()
+
+    for path, sql, headers in (
+        (
+            Path(args.tools),
+            "SELECT origin, COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM replies"
+            " GROUP BY origin ORDER BY origin",
+            ["tool replies from", "replies", "bytes"],
+        ),
+        (
+            Path(args.models),
+            "SELECT identity, COUNT(*), MIN(created_at), MAX(created_at) FROM completions"
+            " GROUP BY identity ORDER BY 2 DESC",
+            ["model identity (sha256)", "completions", "first", "last"],
+        ),
+    ):
+        if not path.is_file():
+            print(f"{path}: none yet")
+            continue
+        rows = query(path, sql)
+        size = path.stat().st_size / 1e6
+        print(f"{path} ({size:.1f} MB)")
+        print(tabulate(rows, headers=headers, disable_numparse=True) if rows else "(empty)")
+        if "replies" in sql:
+            (requests,) = query(path, "SELECT COUNT(*) FROM requests")[0]
+            print(f"{requests} request(s) left this machine for these replies (table requests)")
+        print()

@@ -1,0 +1,109 @@
+"""The workflow's jobs: one function per rule's command (``helixbench fetch``, ``run``,
+``score``, ...). Snakemake calls them with the arguments its rules build; they are
+not meant to be typed, and ``helixbench --help`` leaves them out."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+
+def fetch(args) -> None:
+    from ..fetch import fetch_local, resolve_mirror
+
+    mirror = resolve_mirror(args.mirror)
+    digest = fetch_local(Path(args.output), mirror, Path(args.lock), args.url, args.sha256)
+    logging.info("fetched %s (sha256 %s)", args.output, digest)
+
+
+def questions(args) -> None:
+    from ..questions import write_question_table
+
+    count = write_question_table(Path(args.out))
+    logging.info("wrote %d questions to %s", count, args.out)
+
+
+def snapshot(args) -> None:
+    from ..methods.genegpt import snapshot_of_recording
+
+    snapshot = snapshot_of_recording(Path(args.recording), args.recording_name, args.url, args.mask)
+    snapshot.save(Path(args.out))
+    logging.info("snapshot %s from %s", snapshot.id, args.url)
+
+
+def live_snapshot(args) -> None:
+    from ..methods.genegpt import take_live_snapshot
+
+    snapshot = take_live_snapshot(args.name, args.mode)
+    snapshot.save(Path(args.out))
+    logging.info("snapshot %s (%s) taken %s", snapshot.id, args.name, snapshot.source["taken_at"])
+
+
+def seed_cache(args) -> None:
+    from ..tools.cache import ReplyCache, seed_from_recordings
+
+    seeded = seed_from_recordings(args.recording, ReplyCache(Path(args.cache)), args.files)
+    for file in seeded:
+        logging.info("%s: %d recorded replies, %d new", file["url"], file["replies"], file["added"])
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    summary = {"recording": args.recording, "cache": args.cache, "files": seeded}
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def run(args) -> None:
+    from ..progress import log_to_file
+    from ..runner import run_shard
+
+    console = log_to_file(Path(args.log)) if args.log else None
+    run_shard(
+        json.loads(args.spec),
+        args.shard,
+        Path(args.questions),
+        Path(args.out),
+        model_cache=Path(args.model_cache) if args.model_cache else None,
+        model_dir=Path(args.model_dir) if args.model_dir else None,
+        threads=args.threads,
+        console=console,
+    )
+
+
+def prepare_model(args) -> None:
+    from ..models.gguf import convert_gguf
+
+    info = convert_gguf(json.loads(args.spec), Path(args.out))
+    logging.info("converted %s to %s", info["identity"], args.out)
+
+
+def index(args) -> None:
+    from ..paths import upstream_path
+    from ..retrieval import build_index
+
+    facts = build_index(
+        json.loads(args.settings), lambda f: Path(upstream_path(f)), Path(args.out).parent
+    )
+    logging.info("built index %s", json.dumps(facts))
+
+
+def score(args) -> None:
+    from ..runner import score_run
+
+    score_run(
+        json.loads(args.spec),
+        Path(args.questions),
+        [Path(p) for p in args.shards],
+        Path(args.out),
+        json.loads(args.scoring),
+        scorer_models=json.loads(args.scorer_models) if args.scorer_models else None,
+        model_cache=Path(args.model_cache) if args.model_cache else None,
+    )
+
+
+def report(args) -> None:
+    from ..config import config_hash
+    from ..report import write_report
+    from .commands import config_and_plan
+
+    config, plan = config_and_plan(args)
+    write_report(plan, config, config_hash(config), Path(args.out_dir))
