@@ -24,22 +24,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from helixbench.config import build_plan  # noqa: E402
-from helixbench.fetch import resolve_mirror  # noqa: E402
-from helixbench.loopback.openai import OpenAIServer  # noqa: E402
-from helixbench.questions import (  # noqa: E402
+from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
+from helixbench.datasets.questions import (  # noqa: E402
     local_question_table,
     read_questions,
     write_questions,
 )
-from helixbench.recordings import (  # noqa: E402
+from helixbench.datasets.recordings import (  # noqa: E402
     RecordingReader,
     local_recorded_files,
     recorded_tool_replies,
 )
+from helixbench.loopback.openai import OpenAIServer  # noqa: E402
 from helixbench.runner import run_shard  # noqa: E402
 from helixbench.scoring.genegpt import genegpt_score  # noqa: E402
 from helixbench.tools import SETTINGS_ENV  # noqa: E402
-from helixbench.tools.cache import ReplyCache, seed_from_recordings  # noqa: E402
+from helixbench.tools.cache import ReplyCache  # noqa: E402
+from helixbench.tools.seed import seed_from_recordings  # noqa: E402
 from helixbench.transcripts import read_records  # noqa: E402
 
 

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from helixbench.questions import load_all
+from helixbench.datasets.questions import load_all
 from helixbench.retrieval import Index, build_index, index_key, index_settings
 
 

@@ -40,10 +40,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from helixbench.fetch import mirror_path, resolve_mirror  # noqa: E402
+from helixbench.datasets.fetch import mirror_path, resolve_mirror  # noqa: E402
+from helixbench.datasets.recordings import load_recording, recorded_runs, recorded_tool_replies  # noqa: E402
 from helixbench.genegpt_format import is_blast_put, parse_rendered_reply  # noqa: E402
 from helixbench.loopback.ncbi import NCBIServer, NCBIServerState  # noqa: E402
-from helixbench.recordings import load_recording, recorded_runs, recorded_tool_replies  # noqa: E402
 from helixbench.tools.urls import canonical_url  # noqa: E402
 
 EUTILS_RATE = 3.0  # requests/s, no API key

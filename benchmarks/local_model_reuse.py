@@ -31,20 +31,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from helixbench.fetch import fetch, resolve_mirror  # noqa: E402
-from helixbench.methods.genegpt import GeneGPT, build_header, recorded_snapshot  # noqa: E402
-from helixbench.models import gguf, local  # noqa: E402
-from helixbench.questions import load_benchmark  # noqa: E402
-from helixbench.recordings import (  # noqa: E402
+from helixbench.datasets.fetch import fetch, resolve_mirror  # noqa: E402
+from helixbench.datasets.questions import load_benchmark  # noqa: E402
+from helixbench.datasets.recordings import (  # noqa: E402
     load_recording,
     recorded_header,
     recorded_runs,
     snapshot_run,
 )
+from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup  # noqa: E402
+from helixbench.methods.genegpt import GeneGPT, build_header, recorded_snapshot  # noqa: E402
+from helixbench.models import convert, local  # noqa: E402
 from helixbench.runner import sample_questions  # noqa: E402
-from helixbench.tools.cache import ReplyCache, recorded_replies  # noqa: E402
+from helixbench.tools.cache import ReplyCache  # noqa: E402
 from helixbench.tools.executor import ToolExecutor, ToolSettings  # noqa: E402
-from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup  # noqa: E402
+from helixbench.tools.seed import recorded_replies  # noqa: E402
 
 SMOLLM2 = {
     "backend": "transformers",
@@ -122,7 +123,7 @@ def main() -> None:
         tools = ToolExecutor(ToolSettings.from_config(settings), cache=cache)
         converted = tmp / "smollm2"
         started = time.perf_counter()
-        gguf.convert_gguf(SMOLLM2, converted)
+        convert.convert_gguf(SMOLLM2, converted)
         print(
             f"model converted from GGUF in {time.perf_counter() - started:.1f} s (once a workdir)"
         )

@@ -22,18 +22,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from helixbench.fetch import resolve_mirror  # noqa: E402
+from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
+from helixbench.datasets.recordings import RecordingReader, local_recorded_files  # noqa: E402
 from helixbench.loopback.openai import OpenAIServer  # noqa: E402
 from helixbench.methods.function_calling import FunctionCalling  # noqa: E402
 from helixbench.models import create_model  # noqa: E402
-from helixbench.recordings import (  # noqa: E402
-    RecordingReader,
-    local_recorded_files,
-    recorded_function_calls,
-)
-from helixbench.tools.cache import ReplyCache, seed_from_recordings  # noqa: E402
+from helixbench.tools.cache import ReplyCache  # noqa: E402
 from helixbench.tools.executor import ToolExecutor, ToolSettings  # noqa: E402
 from helixbench.tools.functions import NCBIFunctions, reply_text  # noqa: E402
+from helixbench.tools.recorded_calls import recorded_function_calls  # noqa: E402
+from helixbench.tools.seed import seed_from_recordings  # noqa: E402
 
 
 def drive(mask: str, mirror: Path, work: Path) -> list[dict]:

@@ -27,8 +27,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from helixbench.fetch import available, resolve_mirror  # noqa: E402
-from helixbench.recordings import recorded_runs  # noqa: E402
+from helixbench.datasets.fetch import available, resolve_mirror  # noqa: E402
+from helixbench.datasets.recordings import recorded_runs  # noqa: E402
 
 UPSTREAM_GENETURING_MASKS = 14  # upstream recorded 14 masks of GeneTuring
 

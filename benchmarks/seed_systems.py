@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from helixbench.config import build_plan  # noqa: E402
-from helixbench.fetch import resolve_mirror  # noqa: E402
+from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
 from helixbench.methods.originals import ORIGINALS  # noqa: E402
 from helixbench.transcripts import read_records  # noqa: E402
 

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from helixbench.config import build_plan  # noqa: E402
-from helixbench.fetch import resolve_mirror  # noqa: E402
+from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
 
 
 def sweep_config(n_models: int = 10, n_masks: int = 64, shards: int = 1) -> dict:

@@ -48,7 +48,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from helixbench.fetch import resolve_mirror  # noqa: E402
+from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
 from helixbench.loopback.ncbi import NCBIServer, NCBIServerState  # noqa: E402
 from helixbench.loopback.openai import OpenAIServer, OpenAIServerState  # noqa: E402
 
@@ -166,7 +166,7 @@ def geneturing():
 
 def run_inspect(args, python: str, mirror: Path) -> dict:
     """The same questions through Inspect AI's generate() against the same server."""
-    from helixbench.questions import read_questions
+    from helixbench.datasets.questions import read_questions
     from helixbench.runner import sample_questions
 
     with tempfile.TemporaryDirectory() as tmp:

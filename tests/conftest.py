@@ -17,9 +17,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pytest
 import yaml
 
-from helixbench.fetch import fetch, pin_mirror_env
-from helixbench.recordings import recorded_runs
-from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup
+from helixbench.datasets.fetch import fetch, pin_mirror_env
+from helixbench.datasets.recordings import recorded_runs
+from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup
 
 # A relative HELIXBENCH_MIRROR (the README's ../shared/mirror) is taken from where
 # pytest was started, once, before any test starts a process elsewhere.
@@ -105,7 +105,7 @@ def smollm2_dir(tmp_path_factory):
     pytest.importorskip("transformers")
     import fcntl
 
-    from helixbench.models.gguf import convert_gguf
+    from helixbench.models.convert import convert_gguf
 
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):  # <session>/popen-gw<n>: share <session>

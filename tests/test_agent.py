@@ -16,17 +16,22 @@ import pytest
 import requests
 
 from helixbench.config import build_plan
+from helixbench.datasets.questions import local_question_table, write_questions
+from helixbench.datasets.recordings import (
+    load_recording,
+    local_recorded_files,
+    recorded_tool_replies,
+)
 from helixbench.gateway import Sessions
 from helixbench.gateway.model_api import ModelGateway
 from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.models import create_model
-from helixbench.questions import local_question_table, write_questions
-from helixbench.recordings import load_recording, local_recorded_files, recorded_tool_replies
 from helixbench.report.operations import agent_table
 from helixbench.runner import run_shard
 from helixbench.tools import SETTINGS_ENV
-from helixbench.tools.cache import ReplyCache, seed_from_recordings
+from helixbench.tools.cache import ReplyCache
+from helixbench.tools.seed import seed_from_recordings
 from helixbench.transcripts import read_records
 
 from .conftest import REPO_ROOT

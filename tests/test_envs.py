@@ -63,7 +63,7 @@ def test_fetch_jobs_run_with_only_the_fetch_environment(mirror, tmp_path):
     """The fetch environment's jobs, for real, with every other package missing: fetch
     a recorded run, extract its snapshot, seed the tool cache from it."""
     from helixbench import paths
-    from helixbench.recordings import recorded_runs
+    from helixbench.datasets.recordings import recorded_runs
 
     run = recorded_runs("genegpt-2023", "geneturing", "001001")[0]
     local = paths.upstream_path(run.file)

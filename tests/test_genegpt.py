@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from helixbench.datasets.snapshots import Snapshot, SnapshotReply
 from helixbench.methods.genegpt import (
     BLAST_GET_TEMPLATE,
     DEMONSTRATIONS,
@@ -18,7 +19,6 @@ from helixbench.methods.genegpt import (
     render_reply,
 )
 from helixbench.models import Completion, ContextLengthError, ModelMiss
-from helixbench.snapshots import Snapshot, SnapshotReply
 from helixbench.tools import ToolResult
 
 PUT = DEMONSTRATIONS[3].urls[0]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from helixbench.config import ConfigError, build_plan
+from helixbench.datasets.questions import GENESET_FILES, load_genesets
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.genesets import (
     ClosedBook,
@@ -19,7 +20,6 @@ from helixbench.methods.genesets import (
     recorded_terms,
 )
 from helixbench.models import create_model
-from helixbench.questions import GENESET_FILES, load_genesets
 from helixbench.scoring.text import EmbeddingScorer, PercentileScorer, rouge_scorer_for
 from helixbench.tools.executor import ToolExecutor
 from helixbench.tools.genesets import GeneSetTools, geneset_settings

@@ -12,18 +12,18 @@ import pytest
 
 from helixbench import paths
 from helixbench.config import ConfigError, build_plan, resolve_scoring
-from helixbench.fetch import MIRROR_ENV, FetchError, fetch
-from helixbench.imports import SOURCES, coverage, load_items, resolve_source, task_file
+from helixbench.datasets.fetch import MIRROR_ENV, FetchError, fetch
+from helixbench.datasets.published import SOURCES, coverage, load_items, resolve_source, task_file
+from helixbench.datasets.questions import BENCHMARK_FILES, load_benchmark, write_questions
+from helixbench.datasets.recordings import load_recording
+from helixbench.datasets.upstream import manifest
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.paths import upstream_path
-from helixbench.questions import BENCHMARK_FILES, load_benchmark, write_questions
-from helixbench.recordings import load_recording
 from helixbench.runner import run_shard, score_run
 from helixbench.scoring import Scorers, extracted_score
 from helixbench.scoring.extract import extract_answer, is_bare
 from helixbench.scoring.genegpt import genegpt_score
 from helixbench.transcripts import read_records
-from helixbench.upstream import manifest
 
 
 def _fetch_all(plan, mirror: Path, workdir: Path) -> None:

@@ -16,13 +16,13 @@ import pytest
 import yaml
 
 from helixbench.config import build_plan, resolve_method
+from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO
 from helixbench.digests import sha256_text
 from helixbench.errors import ConfigError
 from helixbench.methods.originals import ORIGINALS, RUNNERS_DIR
 from helixbench.models.gguf import converted_name
 from helixbench.report.protocols import protocol_of, protocol_runs
 from helixbench.transcripts import read_records
-from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO
 
 from .conftest import REPO_ROOT, SMOLLM2, run_snakemake
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from helixbench.config import ConfigError, build_plan, resolve_method
+from helixbench.datasets.questions import tasks_of
 from helixbench.models import AnswerSource, backend
 from helixbench.plan import run_label
-from helixbench.questions import tasks_of
 
 SERVER = {"backend": "openai", "model": "x", "base_url": "http://127.0.0.1:8000/v1"}
 LOCAL = {
@@ -119,7 +119,7 @@ def test_methods_pair_with_the_backends_they_need(model, method, benchmarks, mes
 )
 def test_an_unknown_name_says_what_it_may_have_meant_and_what_exists(run, message):
     config = {
-        "models": {"server": SERVER},
+        "models": {"server": {**SERVER, "api": "chat"}},
         "methods": {"mine": {"kind": "no-tools"}},
         "benchmarks": ["geneturing"],
         "runs": [run],

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from helixbench.config import build_plan
+from helixbench.datasets.questions import local_question_table, write_questions
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.progress import ShardProgress, read_counts, shard_statuses, sidecar_path
-from helixbench.questions import local_question_table, write_questions
 
 from .conftest import REPO_ROOT
 

@@ -9,8 +9,8 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from helixbench.overlap import link_overlaps
-from helixbench.questions import Question, load_all, load_bioragent, tasks_of
+from helixbench.datasets.overlap import link_overlaps
+from helixbench.datasets.questions import Question, load_all, load_bioragent, tasks_of
 from helixbench.report.question_bank import gold_differences, overlap_summary
 from helixbench.runner import answered_by, run_questions, sample_questions
 from helixbench.scoring import DEFAULT_SCORING, PLAIN_SCORERS, scorers_for

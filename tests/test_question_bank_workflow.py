@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helixbench.datasets.questions import load_all
 from helixbench.loopback.openai import OpenAIServer
-from helixbench.questions import load_all
 
 from .test_workflow import read_csv, snakemake
 

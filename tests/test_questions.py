@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from helixbench.questions import (
+from helixbench.datasets.questions import (
     load_benchmark,
     read_questions,
     slugify,

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helixbench.methods.genegpt import GeneGPT
-from helixbench.models import CompletionRequest, ModelMiss
-from helixbench.models.replay import ReplayModel
-from helixbench.recordings import (
+from helixbench.datasets.recordings import (
     RecordedItem,
     RecordingReader,
     infer_loop,
@@ -15,9 +12,12 @@ from helixbench.recordings import (
     recorded_header,
     recorded_tool_replies,
 )
+from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO, manifest
+from helixbench.methods.genegpt import GeneGPT
+from helixbench.models import CompletionRequest, ModelMiss
+from helixbench.models.replay import ReplayModel
 from helixbench.tools import ToolRequest
 from helixbench.tools.replay import ReplayToolbox
-from helixbench.upstream import GENEGPT_COMMIT, GENEGPT_REPO, manifest
 
 
 def replay(items, header, max_calls=10, url_rule="first"):

@@ -110,7 +110,7 @@ def _summary(rows) -> pd.DataFrame:
 
 
 def test_table2_puts_the_papers_column_beside_the_runs_it_reproduces_only():
-    from helixbench.questions import tasks_of
+    from helixbench.datasets.questions import tasks_of
     from helixbench.report.layouts import table2
 
     config = {

@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from helixbench.datasets.recordings import load_recording, recorded_tool_replies
+from helixbench.datasets.snapshots import Snapshot, SnapshotError
 from helixbench.loopback.ncbi import NCBIServer, NCBIServerState
 from helixbench.methods.genegpt import DEMONSTRATIONS, GeneGPT, build_header, take_snapshot
 from helixbench.models import Completion
-from helixbench.recordings import load_recording, recorded_tool_replies
-from helixbench.snapshots import Snapshot, SnapshotError
 from helixbench.tools import ToolRequest
-from helixbench.tools.cache import CachedReply, ReplyCache, recorded_replies, utc_now
+from helixbench.tools.cache import CachedReply, ReplyCache, utc_now
 from helixbench.tools.executor import ToolExecutor, ToolSettings
 from helixbench.tools.ratelimit import RateLimiter
+from helixbench.tools.seed import recorded_replies
 from helixbench.tools.urls import UnsafeURL, canonical_url, check_url, strip_secrets
 from helixbench.transcripts import to_record, without_timings
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from helixbench.config import build_plan
-from helixbench.questions import load_benchmark, write_questions
+from helixbench.datasets.questions import load_benchmark, write_questions
 from helixbench.transcripts import ShardWriter, read_records, without_timings
 
 
@@ -138,8 +138,8 @@ def _loopback_shard(upstream, mirror, tmp_path, server, sample=8, **model):
     """A shard spec of GeneGPT-slim on ``sample`` Gene alias questions with a model on
     the loopback OpenAI server, and the questions file; the demonstration snapshot
     (genegpt-2023's) is made here as the workflow would."""
+    from helixbench.datasets.recordings import load_recording, recorded_header, snapshot_run
     from helixbench.methods.genegpt import recorded_snapshot
-    from helixbench.recordings import load_recording, recorded_header, snapshot_run
 
     questions = tmp_path / "questions.jsonl"
     write_questions(load_benchmark("geneturing", upstream("data/geneturing.json")), questions)

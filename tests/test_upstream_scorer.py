@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from helixbench.questions import tasks_of
-from helixbench.recordings import load_recording
+from helixbench.datasets.questions import tasks_of
+from helixbench.datasets.recordings import load_recording
 from helixbench.scoring import get_scorer
 from helixbench.scoring.genegpt import genegpt_score
 

@@ -15,9 +15,9 @@ import yaml
 
 from helixbench import paths
 from helixbench.config import ConfigError, build_plan, config_hash
+from helixbench.datasets.snapshots import Snapshot
 from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
-from helixbench.snapshots import Snapshot
 
 from .conftest import REPO_ROOT, run_snakemake
 from .support import chromium
@@ -212,7 +212,7 @@ def test_published_systems_on_one_leaderboard(mirror, tmp_path):
 @PAPER_RUN
 def test_per_question_view_leaves_whole_runs_out_past_its_limit(mirror, paper_run, monkeypatch):
     from helixbench import report
-    from helixbench.questions import read_questions
+    from helixbench.datasets.questions import read_questions
     from helixbench.report.html import question_items
 
     monkeypatch.chdir(paper_run)

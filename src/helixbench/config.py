@@ -15,22 +15,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import paths
+from .datasets.fetch import available
+from .datasets.published import SourceError, claimed_files, resolve_source, task_file
+from .datasets.questions import GENESET_FILES, is_sample, slugify, tasks_of
+from .datasets.recordings import RECORDINGS, recorded_runs, snapshot_run
+from .datasets.upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, lookup
 from .digests import sha256_json
 from .errors import ConfigError, unknown_name
-from .fetch import available
 from .genegpt_format import MASK, check_mask
-from .imports import SourceError, claimed_files, resolve_source, task_file
 from .methods import ANY_BENCHMARK_KINDS, CHAT_KINDS, GENESET_KINDS
 from .methods.genegpt import PRESETS
 from .methods.originals import complete_spec, original
 from .models import backend
 from .plan import Plan, RunTask
-from .questions import GENESET_FILES, is_sample, slugify, tasks_of
-from .recordings import RECORDINGS, recorded_runs, snapshot_run
 from .retrieval import index_key, index_settings
 from .scoring import DEFAULT_SCORING, MODEL_SCORERS
 from .tools.executor import ToolSettings
-from .upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, lookup
 
 __all__ = ["ConfigError", "build_plan", "config_hash", "resolve_method", "resolve_scoring"]
 

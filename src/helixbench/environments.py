@@ -8,12 +8,11 @@ environment and runs this in it (``--in-place``): the marker then names that
 environment's interpreter. Standard library only (besides PyYAML for the venv),
 so that it runs in either.
 
-Usage: python -m helixbench.environments ENV_FILE --out DIR/env.json [--in-place]
+The job: helixbench env ENV_FILE --out DIR/env.json [--in-place]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -78,17 +77,3 @@ def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
     tmp.write_text(json.dumps(marker, indent=1) + "\n")
     os.replace(tmp, out)
     return marker
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m helixbench.environments")
-    parser.add_argument("env_file", type=Path)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--in-place", action="store_true")
-    args = parser.parse_args(argv)
-    marker = build(args.env_file, args.out, args.in_place)
-    print(f"{marker['name']}: {len(marker['packages'])} packages in {marker['install_s']} s")
-
-
-if __name__ == "__main__":
-    main()

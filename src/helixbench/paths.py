@@ -56,6 +56,7 @@ REPORT = (
     ReportFile("config.json"),
     ReportFile("ro-crate-metadata.json"),
     ReportFile("index.html", "index", "Report"),
+    ReportFile("headline.csv", "headline", "Scores"),
     ReportFile("leaderboard.csv", "leaderboard", "Scores"),
     ReportFile("genesets_leaderboard.csv", "genesets_leaderboard", "Scores"),
     ReportFile("imports.csv", "imports", "Scores"),

@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import paths
+from .datasets.questions import question_files, slugify
+from .datasets.recordings import RecordedRun
+from .datasets.upstream import UpstreamFile, manifest
 from .models import SERVING_SETTINGS, Backend, backend
 from .paths import upstream_path
-from .questions import question_files, slugify
-from .recordings import RecordedRun
 from .retrieval import corpus_files
-from .upstream import UpstreamFile, manifest
 
 
 def run_label(model: str, method: str) -> str:

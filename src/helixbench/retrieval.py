@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .datasets.upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, lookup
 from .digests import sha256_bytes, sha256_json
-from .upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, lookup
 
 DEFAULT_CORPUS = "geneagent-synopses"
 GENEAGENT_SYNOPSES = (

@@ -13,13 +13,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .datasets.overlap import ASKED_ONCE
+from .datasets.questions import Question, is_sample, read_questions
+from .datasets.recordings import RecordingReader
 from .digests import sha256_json, sha256_text
 from .methods import TaskContext, prepare
 from .models import ModelError, backend, create_model, serving_settings
-from .overlap import ASKED_ONCE
 from .progress import ShardProgress
-from .questions import Question, is_sample, read_questions
-from .recordings import RecordingReader
 from .run_health import shard_warnings
 from .scoring import Scorers
 from .transcripts import ShardWriter, read_records, to_record
@@ -30,7 +30,7 @@ log = logging.getLogger("helixbench.run")
 def run_questions(questions: list[Question], spec: dict) -> list[tuple[dict, Question]]:
     """Every (task spec, question) the run asks, task by task in plan order, each task
     cut to its ``sample`` if the run names one. A question that repeats another of the
-    run word for word (:data:`helixbench.overlap.ASKED_ONCE`) is not asked again: its
+    run word for word (:data:`helixbench.datasets.overlap.ASKED_ONCE`) is not asked again: its
     counterpart's answer is scored for it (:func:`answered_by`)."""
     chosen = _covered(questions, spec)
     ids = {q.id for _, q in chosen}

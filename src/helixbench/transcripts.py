@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from . import secrets
-from .jsonfiles import read_jsonl
+from .datasets.jsonfiles import read_jsonl
 
 log = logging.getLogger("helixbench.transcripts")
 

@@ -32,8 +32,8 @@ if SRC_DIR is not None:
     sys.path.insert(0, str(SRC_DIR))
 
 from helixbench import paths
-from helixbench.questions import question_files
-from helixbench.fetch import FetchError, pin_mirror_env, resolve_mirror
+from helixbench.datasets.questions import question_files
+from helixbench.datasets.fetch import FetchError, pin_mirror_env, resolve_mirror
 from helixbench.models.gguf import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
 from helixbench.config_schema import check_config
@@ -41,7 +41,7 @@ from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.models import SERVING_ENV
 from helixbench.tools.executor import ToolSettings
-from helixbench.upstream import manifest
+from helixbench.datasets.upstream import manifest
 from helixbench.retrieval import corpus_files, user_documents
 
 UPSTREAM_MANIFEST = manifest()
@@ -171,6 +171,15 @@ def verbatim(value):
 
 def get_output_dir(wildcards, output):
     return os.path.dirname(output[0])
+
+
+def print_report_summary():
+    """After a successful run that wrote the report: where it is and who leads."""
+    from helixbench.report.summary import console_summary
+
+    index = Path(paths.REPORT_DIR) / "index.html"
+    if index.is_file():
+        print(console_summary(Path(paths.REPORT_DIR)))
 
 
 def get_final_output():

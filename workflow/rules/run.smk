@@ -58,5 +58,5 @@ rule original_env:
     params:
         in_place=ORIGINAL_ENV_IN_PLACE,
     shell:
-        "python -m helixbench.environments {input:q} --out {output:q} {params.in_place}"
+        "python -m helixbench env {input:q} --out {output:q} {params.in_place}"
         " > {log:q} 2>&1"

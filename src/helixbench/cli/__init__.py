@@ -23,7 +23,7 @@ what it did. Each reads the working directory (a clone's root) and writes nothin
 """
 EPILOG = """\
 The workflow's rules also call job commands (fetch, questions, snapshot,
-live-snapshot, seed-cache, run, prepare-model, index, score, report); they are
+live-snapshot, seed-cache, run, prepare-model, index, score, env, report); they are
 internal, and `helixbench JOB --help` documents each. Guide: docs/ (mkdocs serve).
 """
 USER_COMMANDS = ("plan", "status", "compare", "recordings", "cache")
@@ -188,6 +188,16 @@ def _job_commands(sub) -> None:
     p.add_argument("shards", nargs="+", help="the run's shard files")
     p.set_defaults(func=jobs.score)
 
+    p = sub.add_parser("env", description="Build a seed system's own environment.")
+    p.add_argument("env_file", help="its environment file, workflow/envs/originals/<name>.yaml")
+    p.add_argument("--out", required=True, help="the environment's marker, <dir>/env.json")
+    p.add_argument(
+        "--in-place",
+        action="store_true",
+        help="record the running environment (Snakemake built the file's under --sdm conda)",
+    )
+    p.set_defaults(func=jobs.environment)
+
     p = sub.add_parser("report", description="Write the report directory.")
     _add_config(p, required_alternative=True)
     p.add_argument("--out-dir", required=True, help="the report directory")
@@ -211,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     # Before anything imports torch: see helixbench.models.local.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     args = build_parser().parse_args(argv)
-    from ..fetch import pin_mirror_env
+    from ..datasets.fetch import pin_mirror_env
 
     pin_mirror_env()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -223,10 +233,10 @@ def main(argv: list[str] | None = None) -> None:
     secrets.register_env()
     for handler in logging.getLogger().handlers:
         handler.addFilter(secrets.RedactingFilter())
+    from ..datasets.fetch import FetchError
+    from ..datasets.snapshots import SnapshotError
     from ..errors import ConfigError, DataError
-    from ..fetch import FetchError
     from ..models import ModelError
-    from ..snapshots import SnapshotError
 
     try:
         args.func(args)

@@ -38,7 +38,7 @@ def config_and_plan(args):
     """The config (the workflow's, with ``--config`` files over it, or the workflow's
     JSON) and its plan, built once."""
     from ..config import build_plan
-    from ..fetch import resolve_mirror
+    from ..datasets.fetch import resolve_mirror
 
     if getattr(args, "config_json", None):
         config = json.loads(args.config_json)
@@ -70,8 +70,8 @@ def compare(args) -> None:
 
 
 def plan(args) -> None:
-    from ..fetch import resolve_mirror
-    from ..questions import local_question_table
+    from ..datasets.fetch import resolve_mirror
+    from ..datasets.questions import local_question_table
     from ..report.question_bank import overlap_summary
     from ..runner import answered_by, run_questions
 
@@ -132,8 +132,8 @@ def status(args) -> None:
 
 
 def recordings(args) -> None:
-    from ..fetch import resolve_mirror
-    from ..recordings import loop_table
+    from ..datasets.fetch import resolve_mirror
+    from ..datasets.recordings import loop_table
 
     print("recording\trun\ttasks\tread\tmax_calls\turl_rule\tcapped_at\tcontradictions")
     for row in loop_table(resolve_mirror(args.mirror)):

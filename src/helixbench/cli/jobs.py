@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def fetch(args) -> None:
-    from ..fetch import fetch_local, resolve_mirror
+    from ..datasets.fetch import fetch_local, resolve_mirror
 
     mirror = resolve_mirror(args.mirror)
     digest = fetch_local(Path(args.output), mirror, Path(args.lock), args.url, args.sha256)
@@ -18,7 +18,7 @@ def fetch(args) -> None:
 
 
 def questions(args) -> None:
-    from ..questions import write_question_table
+    from ..datasets.questions import write_question_table
 
     count = write_question_table(Path(args.out))
     logging.info("wrote %d questions to %s", count, args.out)
@@ -41,7 +41,8 @@ def live_snapshot(args) -> None:
 
 
 def seed_cache(args) -> None:
-    from ..tools.cache import ReplyCache, seed_from_recordings
+    from ..tools.cache import ReplyCache
+    from ..tools.seed import seed_from_recordings
 
     seeded = seed_from_recordings(args.recording, ReplyCache(Path(args.cache)), args.files)
     for file in seeded:
@@ -70,7 +71,7 @@ def run(args) -> None:
 
 
 def prepare_model(args) -> None:
-    from ..models.gguf import convert_gguf
+    from ..models.convert import convert_gguf
 
     info = convert_gguf(json.loads(args.spec), Path(args.out))
     logging.info("converted %s to %s", info["identity"], args.out)
@@ -107,3 +108,12 @@ def report(args) -> None:
 
     config, plan = config_and_plan(args)
     write_report(plan, config, config_hash(config), Path(args.out_dir))
+
+
+def environment(args) -> None:
+    from ..environments import build
+
+    marker = build(Path(args.env_file), Path(args.out), args.in_place)
+    logging.info(
+        "%s: %d packages in %s s", marker["name"], len(marker["packages"]), marker["install_s"]
+    )

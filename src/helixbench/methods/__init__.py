@@ -9,7 +9,11 @@ recording) and which tools; the runner only feeds it questions.
 from __future__ import annotations
 
 import importlib
+import time
 from dataclasses import dataclass, field
+
+from ..models import call_fields
+from ..transcripts import Event
 
 GENESET_KINDS = ("closed-book", "geneagent", "gsea-top1")
 # Methods of chat models on question-answering benchmarks.
@@ -37,7 +41,7 @@ class TaskContext:
     questions: list  # the task's questions in this shard
     every: list  # every question of the table (a toy gene set finds its dataset's row)
     model: object  # the run's model, or None where each task makes its own
-    recordings: object  # a helixbench.recordings.RecordingReader
+    recordings: object  # a helixbench.datasets.recordings.RecordingReader
 
     @property
     def kind(self) -> str:
@@ -65,3 +69,16 @@ def prepare(context: TaskContext) -> Prepared:
     if kind not in _MODULES:
         raise ValueError(f"unknown method kind {kind!r}; available: {', '.join(KINDS)}")
     return importlib.import_module(f"{__name__}.{_MODULES[kind]}").prepare(context)
+
+
+def model_event(request, prompt: dict, completion, started: float, error=None, **after) -> Event:
+    """A model call's event, as every method records it: the method's own account of
+    the prompt (``prompt``), the completion, anything ``after`` it (a chat model's
+    tool calls), then the call's outcome (:func:`helixbench.models.call_fields`)."""
+    data = {
+        **prompt,
+        "completion": None if completion is None else completion.text,
+        **after,
+        **call_fields(completion, error),
+    }
+    return Event("model", request.call_index, data, time.perf_counter() - started)

@@ -56,9 +56,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import secrets
+from ..datasets.snapshots import Snapshot
 from ..gateway import Sessions
 from ..paths import UPSTREAM_DIR
-from ..snapshots import Snapshot
 from ..transcripts import Event, QuestionResult
 from . import Prepared
 from .originals import RUNNERS_DIR

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..questions import GENESET_DATASET
+from ..datasets.questions import GENESET_DATASET
 from ..retrieval import DEFAULT_CORPUS, DEFAULTS, Index
 from ..tools import tool_settings
 from ..tools.executor import ToolExecutor

@@ -32,19 +32,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..datasets.snapshots import Snapshot
 from ..digests import sha256_text
 from ..models import (
     CompletionRequest,
     ContextLengthError,
     ModelError,
     ModelMiss,
-    call_fields,
 )
-from ..snapshots import Snapshot
 from ..tools import create_toolbox, tool_settings
 from ..tools.functions import NCBIFunctions, call_of_url, reply_text
 from ..transcripts import Event, QuestionResult
-from . import Prepared
+from . import Prepared, model_event
 from .genegpt import DEMONSTRATIONS, demonstration_urls
 
 # Versioned with the prompts: a change of wording is another method.
@@ -213,15 +212,13 @@ def render_messages(messages: list[dict]) -> str:
 
 
 def _model_event(request, added, completion, started, error=None) -> Event:
-    data = {
+    prompt = {
         "prompt_chars": sum(len(m.get("content") or "") for m in request.messages),
         "prompt_increment": render_messages(added),
         "continues_previous": request.call_index > 0,
-        "completion": None if completion is None else completion.text,
-        "tool_calls": list(completion.tool_calls or []) if completion else None,
-        **call_fields(completion, error),
     }
-    return Event("model", request.call_index, data, time.perf_counter() - started)
+    tool_calls = list(completion.tool_calls or []) if completion else None
+    return model_event(request, prompt, completion, started, error, tool_calls=tool_calls)
 
 
 def prepare(context) -> Prepared:

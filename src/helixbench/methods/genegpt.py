@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..datasets.recordings import load_recording, recorded_header
+from ..datasets.snapshots import Snapshot, SnapshotError, SnapshotReply, extract_from_header
 from ..digests import sha256_bytes, sha256_text
 from ..genegpt_format import check_mask, check_url_rule, extract_url, is_blast_put, render_reply
 from ..models import (
@@ -21,14 +23,11 @@ from ..models import (
     Model,
     ModelError,
     ModelMiss,
-    call_fields,
     create_model,
 )
-from ..recordings import load_recording, recorded_header
-from ..snapshots import Snapshot, SnapshotError, SnapshotReply, extract_from_header
 from ..tools import Toolbox, ToolRequest, create_toolbox, tool_settings
 from ..transcripts import Event, QuestionResult
-from . import Prepared
+from . import Prepared, model_event
 
 INSTRUCTION = "Hello. Your task is to use NCBI Web APIs to answer genomic questions.\n"
 
@@ -198,7 +197,7 @@ def take_snapshot(tools: Toolbox, source: dict) -> Snapshot:
 class GeneGPT:
     """The GeneGPT tool-calling loop. The defaults are upstream's final loop; each
     setting may be overridden per method, and a replayed recording brings the
-    variant it was recorded with (:func:`helixbench.recordings.infer_loop`)."""
+    variant it was recorded with (:func:`helixbench.datasets.recordings.infer_loop`)."""
 
     header: str
     cut_length: int = 18_000
@@ -277,19 +276,13 @@ def _model_event(request, previous_prompt, completion, started, error=None) -> E
         increment, continued = prompt[len(previous_prompt) :], True
     else:
         increment, continued = prompt, False
-    return Event(
-        type="model",
-        index=request.call_index,
-        data={
-            "prompt_sha256": sha256_text(prompt),
-            "prompt_chars": len(prompt),
-            "prompt_increment": increment,
-            "continues_previous": continued,
-            "completion": None if completion is None else completion.text,
-            **call_fields(completion, error),
-        },
-        latency_s=time.perf_counter() - started,
-    )
+    said = {
+        "prompt_sha256": sha256_text(prompt),
+        "prompt_chars": len(prompt),
+        "prompt_increment": increment,
+        "continues_previous": continued,
+    }
+    return model_event(request, said, completion, started, error)
 
 
 def prepare(context) -> Prepared:

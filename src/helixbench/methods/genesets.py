@@ -31,7 +31,8 @@ import re
 import time
 from dataclasses import dataclass
 
-from ..jsonfiles import read_json
+from ..datasets.jsonfiles import read_json
+from ..datasets.questions import GENESET_DATASET
 from ..models import (
     CompletionRequest,
     ContextLengthError,
@@ -40,7 +41,6 @@ from ..models import (
     ModelMiss,
     call_fields,
 )
-from ..questions import GENESET_DATASET
 from ..tools import tool_settings
 from ..tools.executor import ToolExecutor
 from ..tools.functions import ToolCall

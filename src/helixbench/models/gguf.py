@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import logging
 import re
 from contextlib import contextmanager
@@ -52,7 +51,7 @@ def restore_pre_tokenizer(tokenizer, gguf_path: Path) -> None:
 
 
 @contextmanager
-def _gguf_parsed_once():
+def gguf_parsed_once():
     """Loading a GGUF file through transformers parses its metadata three times and
     builds gguf's tensor-name table once per tensor (~18 of ~25 s for SmolLM2): for
     the conversion, each file is parsed once and each table built once. Both are
@@ -88,46 +87,6 @@ def weights_spec(spec: dict) -> dict:
     return {
         k: spec[k] for k in ("backend", "package", "model", "gguf_file", "revision") if k in spec
     }
-
-
-def convert_gguf(spec: dict, out_dir: Path) -> dict:
-    """Dequantise the spec's GGUF file once into a plain transformers directory.
-
-    Loading a GGUF file costs ~30 s (the file is parsed and dequantised in Python);
-    the converted directory loads in under a second with the same weights (float32)
-    and the same tokenizer. Written to a temporary directory, then renamed.
-    """
-    import shutil
-
-    import torch
-    import transformers
-    from safetensors.torch import save_model
-
-    from .local import TransformersModel
-
-    model = TransformersModel(spec)
-    with _gguf_parsed_once():
-        tokenizer, loaded, _, _ = model._loaded
-    out_dir = Path(out_dir)
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    save_model(loaded, str(tmp / "model.safetensors"))  # handles the tied embeddings
-    config = loaded.config.to_dict()
-    config.pop("quantization_config", None)  # the weights are plain float32 now
-    (tmp / "config.json").write_text(json.dumps(config, indent=1))
-    loaded.generation_config.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    info = {
-        "identity": model.weights_identity(),
-        "conversion": CONVERSION,
-        "transformers": transformers.__version__,
-        "torch": torch.__version__,
-    }
-    (tmp / CONVERTED_INFO).write_text(json.dumps(info, indent=1))
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.rename(out_dir)
-    return info
 
 
 def package_dir(package: str) -> str:

@@ -14,13 +14,14 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths
+from ..datasets.questions import read_questions
 from ..plan import Plan
-from ..questions import read_questions
 from ..run_health import run_warnings
 from .comparisons import comparison_table, shown_comparisons
 from .crate import CONFIG_FILE, CRATE_FILE, write_crate
 from .errors import error_types, table4_agreement
 from .genesets import geneset_percentiles, geneset_table
+from .headline import headline_sentence, headline_table
 from .imported import import_table, imported_runs
 from .layouts import ablation_table, genehop_table, table2
 from .leaderboard import geneset_leaderboard, leaderboard
@@ -39,6 +40,7 @@ from .question_bank import (
 from .question_scores import question_score_table, write_question_scores
 from .records import load_records, load_scores, primary_metric, score_index
 from .scores import score_table
+from .text import fmt
 
 
 def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) -> None:
@@ -50,34 +52,51 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     questions = {q.id: q for q in read_questions(Path(paths.QUESTIONS))}
     scores = load_scores(plan)
     summary = score_table(plan, scores)
-    summary.to_csv(out_dir / "scores.csv", index=False)
     records = load_records(plan)
-    replay = replay_table(plan, records)
-    replay.to_csv(out_dir / "replay.csv", index=False)
-    errors = error_table(plan, records)
-    errors.to_csv(out_dir / "errors.csv", index=False)
-    costs = cost_table(plan, records, config.get("prices", {}))
-    costs.to_csv(out_dir / "cost.csv", index=False)
-    t2 = table2(plan, summary)
-    t2.to_csv(out_dir / "table2.csv", index=False)
+    index = score_index(scores)
+    bank = bank_table(plan, scores)
+    overlap = overlap_table(questions)
+    golds = overlap_golds(questions)
+    taxonomy, labels = error_types(plan, records, index, questions)
+    board = leaderboard(plan, summary, scores)
+    geneset_board = geneset_leaderboard(plan, summary)
+    csv_tables = {  # each written as <name>.csv
+        "scores": summary,
+        "replay": replay_table(plan, records),
+        "errors": error_table(plan, records),
+        "cost": cost_table(plan, records, config.get("prices", {})),
+        "table2": table2(plan, summary),
+        "comparisons": comparison_table(plan, index),
+        "protocols": protocol_table(plan, summary, records),
+        "protocol_tests": protocol_tests(plan, index),
+        "question_bank": bank,
+        "question_bank_leaderboard": bank_leaderboard(plan, scores, questions),
+        "overlap": overlap,
+        "overlap_golds": golds,
+        "taxonomy": taxonomy,
+        "ablation": ablation_table(plan, summary),
+        "leaderboard": board,
+        "genesets_leaderboard": geneset_board,
+        "headline": headline_table(plan, index, board, geneset_board),
+        "imports": import_table(plan, questions),
+        "agents": agent_table(plan, records),
+        "genesets": geneset_table(plan, summary, records),
+    }
+    for name, table in csv_tables.items():
+        table.to_csv(out_dir / f"{name}.csv", index=False)
+    replay, errors, costs = csv_tables["replay"], csv_tables["errors"], csv_tables["cost"]
+    comparisons, protocols = csv_tables["comparisons"], csv_tables["protocols"]
+    tests, ablation, genesets = (
+        csv_tables["protocol_tests"],
+        csv_tables["ablation"],
+        csv_tables["genesets"],
+    )
+    imports, agents, headline = csv_tables["imports"], csv_tables["agents"], csv_tables["headline"]
+    bank_board = csv_tables["question_bank_leaderboard"]
+    t2 = csv_tables["table2"]
     (out_dir / "table2.md").write_text(t2.to_markdown(index=False, disable_numparse=True) + "\n")
     hop = genehop_table(plan, summary)
     (out_dir / "genehop.md").write_text(hop.to_markdown(index=False, disable_numparse=True) + "\n")
-    index = score_index(scores)
-    comparisons = comparison_table(plan, index)
-    comparisons.to_csv(out_dir / "comparisons.csv", index=False)
-    protocols = protocol_table(plan, summary, records)
-    protocols.to_csv(out_dir / "protocols.csv", index=False)
-    tests = protocol_tests(plan, index)
-    tests.to_csv(out_dir / "protocol_tests.csv", index=False)
-    bank = bank_table(plan, scores)
-    bank.to_csv(out_dir / "question_bank.csv", index=False)
-    bank_board = bank_leaderboard(plan, scores, questions)
-    bank_board.to_csv(out_dir / "question_bank_leaderboard.csv", index=False)
-    overlap = overlap_table(questions)
-    overlap.to_csv(out_dir / "overlap.csv", index=False)
-    golds = overlap_golds(questions)
-    golds.to_csv(out_dir / "overlap_golds.csv", index=False)
     # The question bank's section: for the newer benchmarks a run covers.
     covered = [b for b in CITATIONS if any(t.benchmark == b for t in plan.tasks)]
     bank_section = {
@@ -88,21 +107,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "overlap": overlap[overlap.benchmark.isin(covered)],
         "golds": golds[golds.benchmark.isin(covered)],
     }
-    taxonomy, labels = error_types(plan, records, index, questions)
-    taxonomy.to_csv(out_dir / "taxonomy.csv", index=False)
     table4 = table4_agreement(plan, taxonomy)
-    ablation = ablation_table(plan, summary)
-    ablation.to_csv(out_dir / "ablation.csv", index=False)
-    board = leaderboard(plan, summary, scores)
-    board.to_csv(out_dir / "leaderboard.csv", index=False)
-    geneset_board = geneset_leaderboard(plan, summary)
-    geneset_board.to_csv(out_dir / "genesets_leaderboard.csv", index=False)
-    imports = import_table(plan, questions)
-    imports.to_csv(out_dir / "imports.csv", index=False)
-    agents = agent_table(plan, records)
-    agents.to_csv(out_dir / "agents.csv", index=False)
-    genesets = geneset_table(plan, summary, records)
-    genesets.to_csv(out_dir / "genesets.csv", index=False)
     percentile_figure(geneset_percentiles(plan, scores), out_dir)
     imported = imported_runs(plan, board)
     leaderboard_figure(board, out_dir)
@@ -113,8 +118,10 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         question_score_table(plan, scores, config_digest), out_dir, prov["helixbench"]
     )
     t2_nodemo = table2(plan, summary, "genegpt_excl_demos")
+    t2_intervals = table2(plan, summary, intervals=True)
     tables = {
-        "t2": table2(plan, summary, intervals=True),
+        "headline": headline,
+        "t2": t2_intervals,
         "t2_nodemo": t2_nodemo,
         "hop": hop,
         "replay": replay,
@@ -144,6 +151,10 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         {
             "prov": prov,
             "notes": notes,
+            "headline": [
+                {**row, "sentence": headline_sentence(row, fmt)}
+                for row in headline.to_dict("records")
+            ],
             "leaderboard": board.to_dict("records"),
             "geneset_leaderboard": geneset_board.to_dict("records"),
             "imported": imported,
@@ -153,7 +164,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
                 "comparisons": html_table(shown_comparisons(comparisons).drop(columns="pair")),
                 "protocols": html_table(protocols) if not protocols.empty else None,
                 "protocol_tests": html_table(tests) if not tests.empty else None,
-                "table2": html_table(table2(plan, summary, intervals=True)),
+                "table2": html_table(t2_intervals),
                 "table2_nodemo": html_table(t2_nodemo),
                 "table2_strict": html_table(table2(plan, summary, "strict", intervals=True)),
                 "ablation": html_table(ablation),

@@ -15,6 +15,11 @@ import pandas as pd  # noqa: E402
 
 FORMATS = ("png", "svg")
 FIGURES = ("leaderboard", "ablation", "percentile")
+# Narrow enough that a phone shows the figure near its natural size (about 460 px):
+# its text stays readable at 420 px wide, and wider screens scale it up.
+WIDTH_IN = 4.8
+# A run and dataset with fewer sets than this has no distribution worth a curve.
+MIN_SETS = 5
 
 
 def _save(fig, out_dir: Path, name: str) -> None:
@@ -30,7 +35,7 @@ def _save(fig, out_dir: Path, name: str) -> None:
 
 
 def _empty(message: str):
-    fig, ax = plt.subplots(figsize=(6, 1.2))
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 1.0))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=10)
     return fig
@@ -38,35 +43,39 @@ def _empty(message: str):
 
 def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
     """Macro score per run on extracted answers with its 95% bootstrap interval, and
-    the upstream (strict formatting) score beside it; imported runs hatched."""
+    the upstream (strict formatting) score beside it; imported runs hatched, runs that
+    cover fewer of their benchmark's tasks paler and labelled so. Each run's label
+    stands above its bar, so the plot keeps the figure's whole width."""
     data = board.dropna(subset=["extracted"])
     if data.empty:
         return _save(_empty("no run with a macro score"), out_dir, "leaderboard")
-    labels = [f"{r.run} ({r.benchmark})" for r in data.itertuples()]
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(data) + 1.2))
-    y = range(len(data))
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.62 * len(data) + 0.9))
+    y = list(range(len(data)))
     ax.barh(
-        list(y),
+        y,
         data.extracted,
-        color="#4c72b0",
+        height=0.45,
+        color=["#a9bbd9" if partial else "#4c72b0" for partial in data.partial],
         hatch=["//" if imported else "" for imported in data.imported],
         edgecolor="white",
     )
     ax.errorbar(
         data.extracted,
-        list(y),
+        y,
         xerr=[data.extracted - data.ci_low, data.ci_high - data.extracted],
         fmt="none",
         ecolor="black",
         capsize=3,
     )
-    ax.scatter(
-        data.genegpt, list(y), marker="|", s=200, color="#dd8452", label="upstream", zorder=3
-    )
-    ax.set_yticks(list(y), labels)
-    ax.invert_yaxis()
+    ax.scatter(data.genegpt, y, marker="|", s=150, color="#dd8452", label="upstream", zorder=3)
+    for row, at in zip(data.itertuples(), y, strict=True):
+        covers = f", {row.tasks} of {row.benchmark_tasks} tasks" if row.partial else ""
+        label = f"#{row.rank} {row.run} ({row.benchmark}{covers})"
+        ax.text(0, at - 0.3, label, fontsize=9, va="bottom")
+    ax.set_yticks([])
+    ax.set_ylim(len(data) - 0.5, -0.95)
     ax.set_xlim(0, 1)
-    ax.set_xlabel("macro score on extracted answers (95% bootstrap interval; hatched: imported)")
+    ax.set_xlabel("macro score, extracted answers (95% interval)", fontsize=9)
     ax.legend(loc="lower right", fontsize=8)
     _save(fig, out_dir, "leaderboard")
 
@@ -80,7 +89,7 @@ def ablation_figure(ablation: pd.DataFrame, out_dir: Path) -> None:
         index="label", columns="task", values="change", sort=False
     )
     if len(table) <= 6:
-        fig, ax = plt.subplots(figsize=(9, 4))
+        fig, ax = plt.subplots(figsize=(6, 4))
         table.T.plot.bar(ax=ax, width=0.8)
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_ylabel("change against full (111111)")
@@ -90,7 +99,7 @@ def ablation_figure(ablation: pd.DataFrame, out_dir: Path) -> None:
             tick.set_horizontalalignment("right")
         ax.legend(title="model, mask", fontsize=8)
     else:
-        fig, ax = plt.subplots(figsize=(9, 0.22 * len(table) + 2))
+        fig, ax = plt.subplots(figsize=(6, 0.22 * len(table) + 2))
         image = ax.imshow(table.values, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
         ax.set_yticks(range(len(table)), table.index, fontsize=7)
         ax.set_xticks(range(len(table.columns)), table.columns, rotation=35, ha="right")
@@ -100,17 +109,26 @@ def ablation_figure(ablation: pd.DataFrame, out_dir: Path) -> None:
 
 def percentile_figure(percentiles: pd.DataFrame, out_dir: Path) -> None:
     """GeneAgent's Fig. 2c: per run and dataset, the share of sets whose true name
-    ranks at or above each background percentile."""
+    ranks at or above each background percentile (runs and datasets of at least
+    :data:`MIN_SETS` sets; fewer make no distribution)."""
     if percentiles.empty:
         return _save(_empty("no gene-set run scored by percentile"), out_dir, "percentile")
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for (run, dataset), group in percentiles.groupby(["run", "dataset"], sort=False):
+    groups = [
+        (key, group)
+        for key, group in percentiles.groupby(["run", "dataset"], sort=False)
+        if len(group) >= MIN_SETS
+    ]
+    if not groups:
+        message = f"no run and dataset with {MIN_SETS} or more sets: no distribution to draw"
+        return _save(_empty(message), out_dir, "percentile")
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 3.6))
+    for (run, dataset), group in groups:
         values = sorted(group.score * 100)
         shares = [sum(v >= x for v in values) / len(values) for x in values]
         ax.step(values, shares, where="post", label=f"{run} ({dataset}, n={len(values)})")
     ax.set_xlim(0, 100)
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("background percentile of the true name")
-    ax.set_ylabel("share of sets at or above")
-    ax.legend(loc="lower left", fontsize=7)
+    ax.set_xlabel("background percentile of the true name", fontsize=9)
+    ax.set_ylabel("share of sets at or above", fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, frameon=False)
     _save(fig, out_dir, "percentile")

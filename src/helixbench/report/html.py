@@ -14,21 +14,19 @@ import pandas as pd
 from markupsafe import Markup
 
 from ..scoring import CORRECTNESS_SCORERS
+from .text import fmt, fmt_frame
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def fmt(value) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return ""
-    return f"{value:.2f}" if isinstance(value, float | int) else str(value)
-
-
 def html_table(frame: pd.DataFrame | None) -> Markup:
+    """A table as the page shows it: numbers by :func:`fmt`, in a box of its own that
+    scrolls sideways when the table is wider than the screen; nothing (a false value,
+    so the page leaves the section out) for an empty one."""
     if frame is None or frame.empty:
-        return Markup("<p class='small'>nothing to show for this config</p>")
-    shown = frame.astype(object).where(frame.notna(), "")  # a missing value is blank, not None
-    return Markup(shown.to_html(index=False, escape=True, border=0))
+        return Markup("")
+    table = fmt_frame(frame).to_html(index=False, escape=True, border=0)
+    return Markup(f'<div class="table-wrap">{table}</div>')
 
 
 def inline_svg(path: Path) -> Markup:

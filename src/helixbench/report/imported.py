@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..imports import claimed_score, coverage, load_items
+from ..datasets.published import claimed_score, coverage, load_items
 from ..paths import upstream_path
 from ..plan import Plan
 

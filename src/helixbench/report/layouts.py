@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..datasets.questions import GENETURING_MODULES, tasks_of
 from ..methods.genegpt import PRESETS
 from ..plan import Plan, run_label
-from ..questions import GENETURING_MODULES, tasks_of
 from ..scoring import scorers_for
 from .paper import TABLE2_MODULES, TABLE3, published
 from .records import primary_metric
 from .scores import ROUND, _recording
-from .text import fmt
+from .text import as_published, fmt
 
 FULL = PRESETS["genegpt-full"]  # the prompt Figure 2's changes are measured against
 
@@ -50,21 +50,21 @@ def table2(
                 hit = lookup.get((run, task))
                 row[run] = cell(hit)
                 if reproduces[run]:
-                    row[f"{run} (paper)"] = fmt(hit.paper) if hit else ""
+                    row[f"{run} (paper)"] = as_published(hit.paper) if hit else ""
             rows.append(row)
         row = {"module": module, "task": "Average"}
         for run in runs:
             values = [lookup[(run, t)].score for t in tasks if (run, t) in lookup]
             row[run] = fmt(sum(values) / len(values)) if len(values) == len(tasks) else "n/a"
             if reproduces[run]:
-                row[f"{run} (paper)"] = fmt(TABLE2_MODULES[masks[run]][module])
+                row[f"{run} (paper)"] = as_published(TABLE2_MODULES[masks[run]][module])
         rows.append(row)
     row = {"module": "Overall", "task": "Macro average"}
     for run in runs:
         hit = lookup.get((run, "macro"))
         row[run] = cell(hit)
         if reproduces[run]:
-            row[f"{run} (paper)"] = fmt(hit.paper) if hit else ""
+            row[f"{run} (paper)"] = as_published(hit.paper) if hit else ""
     rows.append(row)
     return pd.DataFrame(rows)
 
@@ -84,7 +84,7 @@ def genehop_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                 row[run] = fmt(hit.score) if hit else "n/a"
                 row[f"{run} 95% CI"] = f"{fmt(hit.ci_low)}-{fmt(hit.ci_high)}" if hit else ""
             paper = TABLE3[task][1]
-            row["paper (GeneGPT, Table 3)"] = fmt(paper) + (
+            row["paper (GeneGPT, Table 3)"] = as_published(paper) + (
                 "" if task == "Disease gene location" else " (judged by hand)"
             )
             rows.append(row)

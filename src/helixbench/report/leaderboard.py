@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..overlap import NEWER
+from ..datasets.overlap import NEWER
 from ..plan import Plan
 
 GENESETS = "genesets"
@@ -17,6 +17,7 @@ GENESETS = "genesets"
 OWN_LEADERBOARD = frozenset({GENESETS, *NEWER})
 
 LEADERBOARD_COLUMNS = [
+    "rank",
     "run",
     "benchmark",
     "model",
@@ -29,6 +30,8 @@ LEADERBOARD_COLUMNS = [
     "badly_formatted",
     "answers",
     "tasks",
+    "benchmark_tasks",
+    "partial",
     "source",
 ]
 
@@ -77,8 +80,22 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
                     row["tasks"] = int(hit.n.iloc[0]) if not hit.empty else 0
             rows.append(row)
     table = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
-    return table.sort_values(
+    table = table.sort_values(
         ["benchmark", "extracted", "genegpt"], ascending=[False, False, False], na_position="last"
+    )
+    return ranked(table, "benchmark")
+
+
+def ranked(table: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+    """``table`` (best first within each ``by`` group) with its rank in the group, and
+    which rows cover fewer tasks than the best-covered row of their group (their macro
+    averages fewer tasks, so it is no like-for-like rank)."""
+    groups = table.groupby(by, sort=False) if by else table.groupby(lambda _: 0)
+    covered = groups.tasks.transform("max") if len(table) else table.tasks
+    return table.assign(
+        rank=groups.cumcount() + 1 if len(table) else table.get("rank"),
+        benchmark_tasks=covered,
+        partial=table.tasks < covered,
     )
 
 

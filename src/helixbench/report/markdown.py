@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from .comparisons import shown_comparisons
 from .genesets import _genesets_markdown
-from .text import fmt, md_escape
+from .headline import headline_sentence
+from .text import fmt, md_escape, md_table
 
 # An imported source's fields that the config supplies (escaped: text, not markup).
 FREE_TEXT = ("model", "prompt", "cite", "commit", "source", "evaluator", "claimed_where")
@@ -47,12 +46,29 @@ def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
 
 
 def _models_markdown(models: dict) -> str:
-    lines = []
+    """One row per model: its backend and id, what else identifies it, and how many
+    identities it had (a replay model has one per recorded file)."""
+    rows = []
     for name, identities in models.items():
-        for identity in identities:
-            shown = {k: v for k, v in identity.items() if k != "weights_sha256"}
-            lines.append(f"- **{name}**: {md_escape(json.dumps(shown, sort_keys=True))}")
-    return "\n".join(lines) or "- none"
+        first = identities[0]
+        digest = first.get("weights_sha256") or first.get("sha256")
+        digest = digest if isinstance(digest, str) else ""
+        said = {
+            k: v
+            for k, v in first.items()
+            if k not in ("backend", "model", "file", "sha256", "weights_sha256")
+        }
+        rows.append(
+            {
+                "model": name,
+                "backend": first.get("backend", ""),
+                "id": md_escape(first.get("model") or ""),
+                "identity": md_escape("; ".join(f"{k}: {v}" for k, v in sorted(said.items()))),
+                "sha256": f"`{digest[:12]}`" if digest else "",
+                "identities": len(identities),
+            }
+        )
+    return md_table(pd.DataFrame(rows), empty="none")
 
 
 def _loop_text(tasks: pd.DataFrame) -> str:
@@ -80,7 +96,7 @@ def _geneset_board_text(board: pd.DataFrame) -> str:
             "sets": board.sets,
         }
     )
-    return shown.to_markdown(index=False, disable_numparse=True)
+    return md_table(shown)
 
 
 def _protocols_text(protocols: pd.DataFrame) -> str:
@@ -91,7 +107,7 @@ def _protocols_text(protocols: pd.DataFrame) -> str:
         macro=protocols.macro.map(fmt),
         ci_low=[f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in intervals],
     ).rename(columns={"ci_low": "interval"})
-    return shown.drop(columns="ci_high").to_markdown(index=False, disable_numparse=True)
+    return md_table(shown.drop(columns="ci_high"))
 
 
 def _bank_text(bank: dict | None) -> str:
@@ -115,7 +131,7 @@ def _bank_text(bank: dict | None) -> str:
         "Verbatim: the same text once whitespace is collapsed (asked once when a run covers "
         "both); instruction dropped: a GeneHop question without its closing instruction "
         "(asked once too); rephrased: the same entity in the task of the same name "
-        "(helixbench.overlap). Each item keeps its own gold.\n\n" + _table(bank["overlap"])
+        "(helixbench.datasets.overlap). Each item keeps its own gold.\n\n" + _table(bank["overlap"])
     )
     parts.append(
         "Items whose gold differs from their counterpart's (`same_items`: the same items, "
@@ -125,163 +141,227 @@ def _bank_text(bank: dict | None) -> str:
 
 
 def _table(frame: pd.DataFrame) -> str:
-    return frame.to_markdown(index=False, disable_numparse=True) if not frame.empty else "none"
+    return md_table(frame) if not frame.empty else "none"
+
+
+def _leaderboard_text(board: pd.DataFrame) -> str:
+    intervals = zip(board.ci_low, board.ci_high, strict=True)
+    shown = board.assign(
+        run=[r + " ‡" * part for r, part in zip(board.run, board.partial, strict=True)],
+        interval=[f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in intervals],
+        tasks=[f"{t} of {n}" for t, n in zip(board.tasks, board.benchmark_tasks, strict=True)],
+    )[["rank", "run", "benchmark", "imported", "extracted", "interval", "genegpt", "strict",
+       "badly_formatted", "answers", "tasks"]]  # fmt: skip
+    note = (
+        "\n\n‡ covers fewer of the benchmark's tasks than the best-covered run: its macro "
+        "averages those tasks only."
+        if board.partial.any()
+        else ""
+    )
+    return md_table(shown) + note
+
+
+def _headline_text(headline: pd.DataFrame) -> str | None:
+    if headline.empty:
+        return None
+    lines = []
+    for benchmark, rows in headline.groupby("benchmark", sort=False):
+        lines.append(f"**{benchmark}**")
+        lines += [f"- {headline_sentence(r, fmt)}" for r in rows.to_dict("records")]
+    return (
+        "Per benchmark, the pairs a reader compares first: the best run against the next, "
+        "and each model against its own no-tools baseline. The difference of macro scores "
+        "(a - b) on the questions both answered, with its 95% bootstrap interval and the "
+        "p-value of a sign-flip permutation test (`headline.csv`).\n\n" + "\n".join(lines)
+    )
 
 
 def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
-    """report.md: the report's tables as text; ``tables`` holds them by name."""
-    t2, t2_nodemo, hop, replay = tables["t2"], tables["t2_nodemo"], tables["hop"], tables["replay"]
-    errors, costs = tables["errors"], tables["costs"]
+    """report.md: the report's tables as text (``tables`` holds them by name); a
+    section with nothing to show for this config is left out."""
+    replay, board = tables["replay"], tables["board"]
     shown = shown_comparisons(tables["comparisons"])
-    taxonomy, table4, board = tables["taxonomy"], tables["table4"], tables["board"]
-    if table4:
-        agreement_text = (
-            f"For {table4['run']}: {table4['matched']} of the paper's {table4['stated']} typed "
-            f"errors ({table4['share']:.0%}) fall in the same type under our rules (type-count "
-            "overlap; an upper bound on per-question agreement). Ours / paper:\n\n"
-            + pd.DataFrame(table4["rows"]).to_markdown(index=False, disable_numparse=True)
-        )
-    else:
-        agreement_text = "No replayed GeneGPT-slim run in this config."
-    hits = int(replay.hits.sum()) if not replay.empty else 0
-    calls = int(replay.calls.sum()) if not replay.empty else 0
-    replay_summary = replay.groupby(["model", "method"], sort=False)[
-        ["calls", "hits", "misses"]
-    ].sum()
-    replay_summary["hit rate"] = (replay_summary.hits / replay_summary.calls).map(
-        lambda v: f"{v:.1%}"
-    )
-    replay_summary["loop (read off the recording)"] = [
-        _loop_text(replay[(replay.model == model) & (replay.method == method)])
-        for model, method in replay_summary.index
-    ]
-    intervals = zip(board.ci_low, board.ci_high, strict=True)
-    board_text = board.assign(
-        interval=[f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in intervals],
-        **{m: board[m].map(fmt) for m in ("extracted", "genegpt", "strict")},
-    )[["run", "benchmark", "imported", "extracted", "interval", "genegpt", "strict",
-       "badly_formatted", "answers", "tasks"]]  # fmt: skip
+    table4 = tables["table4"]
     notes_text = "\n".join(
         f"- **{n['level']}** ({n['model']} / {n['method']}, {n['benchmark']}): "
         + md_escape(n["message"])
         for n in notes
     )
-    return f"""# helixbench report
+    sections = [
+        ("Who wins, by how much", _headline_text(tables["headline"])),
+        ("How to read this report", HOW_TO_READ),
+        ("Notes and warnings", notes_text or None),
+        (
+            "Leaderboard: question answering",
+            None if board.empty else LEADERBOARD_TEXT + _leaderboard_text(board),
+        ),
+        (
+            "Leaderboard: gene sets",
+            None
+            if tables["geneset_board"].empty
+            else GENESET_BOARD_TEXT + _geneset_board_text(tables["geneset_board"]),
+        ),
+        (
+            "Imported runs",
+            _imported_markdown(tables["imported"], tables["imports"])
+            if tables["imported"]
+            else None,
+        ),
+        (
+            "GeneTuring (Table 2)",
+            None
+            if tables["t2"].empty
+            else "Each score with its 95% bootstrap interval in brackets.\n\n"
+            + md_table(tables["t2"])
+            + "\n\n### GeneTuring without the demonstration items\n"
+            + md_table(tables["t2_nodemo"]),
+        ),
+        ("GeneHop (Table 3)", None if tables["hop"].empty else md_table(tables["hop"])),
+        (
+            "Gene sets (GeneAgent)",
+            None if tables["genesets"].empty else _genesets_markdown(tables["genesets"]),
+        ),
+        ("Replay fidelity", None if replay.empty else _replay_text(replay)),
+        (
+            "Paired tests between runs",
+            None
+            if shown.empty
+            else PAIRED_TEXT.format(shown=len(shown)) + md_table(shown.drop(columns="pair")),
+        ),
+        (
+            "Protocols: one model, several ways of answering",
+            None
+            if tables["protocols"].empty
+            else PROTOCOLS_TEXT
+            + _protocols_text(tables["protocols"])
+            + PROTOCOL_TESTS_TEXT.format(tests=len(tables["protocol_tests"]))
+            + md_table(tables["protocol_tests"]),
+        ),
+        (None, _bank_text(tables["bank"]) or None),
+        (
+            "Error types (Table 4)",
+            None
+            if tables["taxonomy"].empty
+            else TAXONOMY_TEXT + md_table(tables["taxonomy"]) + "\n\n" + _agreement_text(table4),
+        ),
+        ("Errors per task", None if tables["errors"].empty else md_table(tables["errors"])),
+        (
+            "Models",
+            "What produced each model's answers (the identities in `provenance.json`, "
+            "which also key the response cache):\n\n" + _models_markdown(prov["models"]),
+        ),
+        (
+            "Time, tokens and cost per run",
+            None if tables["costs"].empty else COST_TEXT + md_table(tables["costs"]),
+        ),
+        (None, _agents_markdown(tables["agents"]) or None),
+    ]
+    head = f"""# helixbench report
 
 Produced by helixbench {prov["helixbench"]["version"]} (commit {prov["helixbench"]["commit"]}),
 config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full provenance
 (upstream checksums, snapshot ids, model identities, package versions) is in
 `provenance.json`.
+"""
+    parts = [head]
+    for title, body in sections:
+        if body:
+            parts.append(f"## {title}\n{body.strip()}\n" if title else body.strip() + "\n")
+    return "\n".join(parts)
 
-## How to read this report
+
+def _agreement_text(table4) -> str:
+    if not table4:
+        return "No replayed GeneGPT-slim run in this config."
+    return (
+        f"For {table4['run']}: {table4['matched']} of the paper's {table4['stated']} typed "
+        f"errors ({table4['share']:.0%}) fall in the same type under our rules (type-count "
+        "overlap; an upper bound on per-question agreement). Ours / paper:\n\n"
+        + md_table(pd.DataFrame(table4["rows"]))
+    )
+
+
+def _replay_text(replay: pd.DataFrame) -> str:
+    summary = replay.groupby(["model", "method"], sort=False)[["calls", "hits", "misses"]].sum()
+    summary["hit rate"] = (summary.hits / summary.calls).map(lambda v: f"{v:.1%}")
+    summary["loop (read off the recording)"] = [
+        _loop_text(replay[(replay.model == model) & (replay.method == method)])
+        for model, method in summary.index
+    ]
+    return (
+        f"{int(replay.hits.sum())} of {int(replay.calls.sum())} model calls replayed byte for "
+        "byte. Upstream's recordings come from two versions of its loop (a cap of 5 or 10 "
+        "model calls; a URL called wherever it appears, `first`, or only at the end of a "
+        "completion, `last`): each replay uses the variant its recording shows.\n\n"
+        + md_table(summary.reset_index())
+    )
+
+
+HOW_TO_READ = """\
+- Numbers are shown to 3 significant digits; the CSV files keep 7 decimals.
+  Intervals are 95% bootstrap intervals over questions (10,000 resamples, seed 0; a
+  macro score resamples within each task).
+- Ranks are per benchmark. A run marked ‡ covers fewer of its benchmark's tasks than
+  the best-covered run there: its macro averages fewer tasks.
 - Scores use GeneGPT's upstream evaluator (`genegpt` metric) and the `strict` one
-  beside it (GeneHop's hand-judged tasks: ROUGE, embedding similarity, alias
-  recall), per question in `results/scores/`; a task's score is the mean over its
-  questions. `scores.csv` keeps 7 decimals; the tables round to 2, as the paper
-  does. `ci_low`/`ci_high` in `scores.csv` are 95% bootstrap intervals over
-  questions (10,000 resamples, seed 0; a macro row resamples within each task).
-- "(paper)" columns give the value the GeneGPT paper published for the same
-  recording and mask. Only replayed GeneGPT runs have one.
-- The four GeneGPT demonstrations are scored test items; the second table leaves
-  them out (`genegpt_excl_demos` in `scores.csv`).
+  beside it (GeneHop's hand-judged tasks: ROUGE, embedding similarity, alias recall),
+  per question in `results/scores/`; a task's score is the mean over its questions.
+- "(paper)" columns give the value the GeneGPT paper published for the same recording
+  and mask. Only replayed GeneGPT runs have one.
+- The four GeneGPT demonstrations are scored test items; the second GeneTuring table
+  leaves them out (`genegpt_excl_demos` in `scores.csv`).
 - Replay hit rate: the share of model calls answered by a recorded completion for
   exactly the prompt we built. Anything below 100% means our prompts differ from
-  upstream's.
-
-## Notes and warnings
-{notes_text or "- none"}
-
-## Leaderboard: question answering
+  upstream's."""
+LEADERBOARD_TEXT = """\
 Macro score over each benchmark's automatically scored tasks on answers extracted
 from wordy final texts (`extracted`, rules in `helixbench.scoring.extract`; 95%
-bootstrap interval), best first; GeneGPT's upstream scorer (`genegpt`) and our
-`strict` one beside it. `badly_formatted`: answers right once extracted but not as
-given. Imported runs are published outputs of other systems, re-scored here.
+bootstrap interval), ranked per benchmark; GeneGPT's upstream scorer (`genegpt`) and
+our `strict` one beside it. `badly_formatted`: answers right once extracted but not
+as given. Imported runs are published outputs of other systems, re-scored here.
 
-{board_text.to_markdown(index=False, disable_numparse=True, floatfmt=".3f")}
-
-## Leaderboard: gene sets
+"""
+GENESET_BOARD_TEXT = """\
 Per gene-set run, best first: the mean over its datasets of the embedding similarity
 of the named process to the curated name, and of ROUGE-L, each with its 95% bootstrap
 interval (sets resampled within each dataset). Per dataset: "Gene sets" below.
 
-{_geneset_board_text(tables["geneset_board"])}
-
-## Imported runs
-{_imported_markdown(tables["imported"], tables["imports"])}
-
-## GeneTuring (Table 2)
-Each score with its 95% bootstrap interval in brackets.
-
-{t2.to_markdown(index=False, disable_numparse=True)}
-
-### GeneTuring without the demonstration items
-{t2_nodemo.to_markdown(index=False, disable_numparse=True)}
-
-## GeneHop (Table 3)
-{hop.to_markdown(index=False, disable_numparse=True)}
-
-## Gene sets (GeneAgent)
-{_genesets_markdown(tables["genesets"])}
-
-## Replay fidelity
-{hits} of {calls} model calls replayed byte for byte. Upstream's recordings come from
-two versions of its loop (a cap of 5 or 10 model calls; a URL called wherever it
-appears, `first`, or only at the end of a completion, `last`): each replay uses the
-variant its recording shows.
-
-{replay_summary.reset_index().to_markdown(index=False, disable_numparse=True)}
-
-## Paired tests between runs
+"""
+PAIRED_TEXT = """\
 The comparisons a reader asks for: one model under two methods, and two models under
 one method. Per task on its primary metric, over the questions both runs answered:
 the mean difference (a - b) and the two-sided p-value of a sign-flip permutation
 test (10,000 resamples, seed 0); `p_holm`: the p-value after Holm's correction over
-the {len(shown)} tests shown (family-wise error rate). Every test made is in
+the {shown} tests shown (family-wise error rate). Every test made is in
 `comparisons.csv`; any other two runs: `helixbench compare`.
 
-{_table(shown.drop(columns="pair"))}
-
-## Protocols: one model, several ways of answering
+"""
+PROTOCOLS_TEXT = """\
 Each model that ran more than one protocol on a benchmark: GeneGPT's text protocol
 (URLs in brackets inside the reply), native function calling (NCBI's web APIs as
 function schemas), BRAD's retrieval from a corpus, GeneAgent's self-verification and
 no tools (on gene sets: closed book), on the same questions; a seed system run
 unchanged (`(original)`: GeneGPT's main.py, GeneAgent's main_cascade.py, BRAD-Agent)
-beside helixbench's re-implementation of it. `macro` is the benchmark's leaderboard metric
-(`metric`: extracted answers; embedding similarity for gene sets) with its 95%
-interval; `errors`: questions that ended in
-an error (the loop's cap, an overflowing context, a model error); tokens and seconds
-are per question.
+beside helixbench's re-implementation of it. `macro` is the benchmark's leaderboard
+metric (`metric`: extracted answers; embedding similarity for gene sets) with its 95%
+interval; `errors`: questions that ended in an error (the loop's cap, an overflowing
+context, a model error); tokens and seconds are per question.
 
-{_protocols_text(tables["protocols"])}
+"""
+PROTOCOL_TESTS_TEXT = """
 
 Paired tests between one model's protocols: the difference of macro scores (a - b)
 over the questions both answered (each question weighted 1 / (tasks x the task's
 questions)), the two-sided p-value of a sign-flip permutation test (10,000
-resamples, seed 0) and `p_holm`, Holm's correction over these
-{len(tables["protocol_tests"])} tests.
+resamples, seed 0) and `p_holm`, Holm's correction over these {tests} tests.
 
-{_table(tables["protocol_tests"])}
-
-{_bank_text(tables["bank"])}## Error types (Table 4)
-Wrong answers typed automatically (E1-E4, O; rules in `helixbench.taxonomy`); F:
+"""
+TAXONOMY_TEXT = """\
+Wrong answers typed automatically (E1-E4, O; rules in `helixbench.report.taxonomy`); F:
 right once extracted from a wordy final text, wrong only as formatted.
 
-{taxonomy.to_markdown(index=False, disable_numparse=True) if not taxonomy.empty else "none"}
-
-{agreement_text}
-
-## Errors per task
-{errors.to_markdown(index=False, disable_numparse=True)}
-
-## Models
-What produced each model's answers (the identities in `provenance.json`, which also
-key the response cache):
-
-{_models_markdown(prov["models"])}
-
-## Time, tokens and cost per run
+"""
+COST_TEXT = """\
 Token counts come from the model (the API's usage, or the local tokenizer); replayed
 runs have none. `reused_tokens`: prompt tokens a local model served from its
 key/value cache (a local model) or its prompt cache (a server) instead of
@@ -291,8 +371,7 @@ took when they were made. `s_per_*`: mean latency per model call (the model's,
 cached or not), tool call and question. `cost_usd` prices the calls that reached
 the model (cache misses) with the config's `prices`; empty where no price is set.
 
-{costs.to_markdown(index=False, disable_numparse=True)}
-{_agents_markdown(tables["agents"])}"""
+"""
 
 
 def _agents_markdown(agents: pd.DataFrame) -> str:
@@ -306,7 +385,5 @@ def _agents_markdown(agents: pd.DataFrame) -> str:
         "tool caches; `refused`: a host off the allowlist, a socket, a cap), for a seed "
         "system run unchanged (`original`) the fixed sleeps its code asked and those "
         "slept (`sleep_scale`), and the routes they used, model API paths, tool hosts "
-        "and MCP functions (`agents.csv`).\n\n"
-        + agents.to_markdown(index=False, disable_numparse=True)
-        + "\n"
+        "and MCP functions (`agents.csv`).\n\n" + md_table(agents) + "\n"
     )

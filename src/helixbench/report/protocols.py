@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..datasets.overlap import NEWER
 from ..methods.originals import ORIGINALS
-from ..overlap import NEWER
 from ..plan import Plan, RunTask
 from ..stats import holm, paired_test
 from .leaderboard import GENESETS
-from .records import ScoreIndex
+from .records import ScoreIndex, macro_weights, paired_by_task
 from .scores import ROUND
 
 # The method kinds compared, by the protocol each uses for tools or documents.
@@ -154,21 +154,12 @@ def protocol_tests(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
         )
         for i, a in enumerate(runs):
             for b in runs[i + 1 :]:
-                score_a, score_b, weights = {}, {}, {}
-                per_task = []
-                for task in tasks:
-                    of_a = scores.get((a.label, task, metric_of(benchmark)), {})
-                    of_b = scores.get((b.label, task, metric_of(benchmark)), {})
-                    shared = set(of_a) & set(of_b)
-                    if shared:
-                        per_task.append((of_a, of_b, shared))
-                for of_a, of_b, shared in per_task:
-                    for q in shared:
-                        score_a[q], score_b[q] = of_a[q], of_b[q]
-                        weights[q] = 1 / (len(per_task) * len(shared))
-                if not weights:
+                paired = paired_by_task(scores, a.label, b.label, tasks, metric_of(benchmark))
+                if not paired:
                     continue
-                test = paired_test(score_a, score_b, weights=weights)
+                score_a = {q: of_a[q] for of_a, _, shared in paired.values() for q in shared}
+                score_b = {q: of_b[q] for _, of_b, shared in paired.values() for q in shared}
+                test = paired_test(score_a, score_b, weights=macro_weights(paired))
                 rows.append(
                     {
                         "model": model,

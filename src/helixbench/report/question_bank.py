@@ -6,7 +6,7 @@ benchmark with the shared and the new items apart, and the overlap with GeneTuri
 Each task is scored by its primary scorer (the first of its ``scoring`` list); a
 run's macro is the mean of its task means, with an interval that resamples within
 each task. "Shared" items are those with a GeneTuring or GeneHop counterpart
-(:mod:`helixbench.overlap`), "new" the rest; ``original`` is the same run's macro
+(:mod:`helixbench.datasets.overlap`), "new" the rest; ``original`` is the same run's macro
 on the counterparts of the shared items it answered, where it ran them: a reader
 sees whether a model does as well on the old items as posed anew.
 """
@@ -17,12 +17,17 @@ from collections import Counter
 
 import pandas as pd
 
-from ..overlap import NEWER, collapse
+from ..datasets.overlap import NEWER, collapse
+from ..datasets.questions import Question, module_of, tasks_of
+from ..datasets.upstream import (
+    BIORAGENT_COMMIT,
+    BIORAGENT_REPO,
+    GENETURING2025_COMMIT,
+    GENETURING2025_REPO,
+)
 from ..plan import Plan
-from ..questions import Question, module_of, tasks_of
 from ..scoring.lists import gold_items, separator_of
 from ..stats import bootstrap_macro, bootstrap_mean
-from ..upstream import BIORAGENT_COMMIT, BIORAGENT_REPO, GENETURING2025_COMMIT, GENETURING2025_REPO
 from .records import primary_metric
 from .scores import ROUND
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..jsonfiles import read_jsonl
+from ..datasets.jsonfiles import read_jsonl
 from ..plan import Plan, RunTask, run_label
 from ..scoring import scorers_for
 from ..transcripts import read_records
@@ -48,6 +48,28 @@ def score_index(scores: pd.DataFrame) -> ScoreIndex:
     for run, task, metric, qid, score in zip(*columns, strict=True):
         index.setdefault((run, task, metric), {})[qid] = score
     return index
+
+
+def paired_by_task(
+    index: ScoreIndex, run_a: str, run_b: str, tasks, metric: str
+) -> dict[str, tuple[dict[str, float], dict[str, float], list[str]]]:
+    """task -> (run a's scores, run b's scores, the questions both answered), for the
+    ``tasks`` where they share a question on ``metric``: what a paired test of two
+    runs' macro scores compares."""
+    paired = {}
+    for task in tasks:
+        of_a = index.get((run_a, task, metric), {})
+        of_b = index.get((run_b, task, metric), {})
+        shared = sorted(set(of_a) & set(of_b))
+        if shared:
+            paired[task] = (of_a, of_b, shared)
+    return paired
+
+
+def macro_weights(paired: dict) -> dict[str, float]:
+    """Question -> 1 / (tasks x its task's shared questions): weighted so, a mean over
+    questions is the macro score (each task counts once)."""
+    return {q: 1 / (len(paired) * len(shared)) for _, _, shared in paired.values() for q in shared}
 
 
 def load_records(plan: Plan) -> dict[RunTask, list[dict]]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..datasets.questions import tasks_of
 from ..plan import Plan, RunTask
-from ..questions import tasks_of
 from ..scoring.genegpt import SCORED_TASKS
 from ..stats import bootstrap_macro, bootstrap_mean
 from .paper import published

@@ -1,14 +1,44 @@
-"""How the report writes values: scores to two decimals, free text safe in Markdown."""
+"""How the report writes values: numbers to 3 significant digits, free text safe in Markdown."""
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 
 def fmt(value) -> str:
-    return "" if value is None or pd.isna(value) else f"{value:.2f}"
+    """A value as every table of the report shows it: a fraction or a small number to 3
+    significant digits (0.829, 0.0556, 12.5; intervals alike), from 100 up a whole
+    number (1,235), a count as it is, a missing value blank. The CSV files keep 7
+    decimals."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if pd.isna(value):
+        return ""
+    if isinstance(value, bool | np.bool_):
+        return str(value)
+    if isinstance(value, int | np.integer):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    value = float(value)
+    if value == 0:
+        return "0"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:#.3g}"
+
+
+def as_published(value) -> str:
+    """A paper's own figure with the 2 decimals it was published with (never padded to
+    a precision the paper did not state)."""
+    return "" if value is None or pd.isna(value) else f"{float(value):.2f}"
+
+
+def fmt_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every number as :func:`fmt` writes it (for a table a person reads)."""
+    shown = frame.astype(object)
+    for column in frame.columns:
+        shown[column] = [v if isinstance(v, str) else fmt(v) for v in frame[column]]
+    return shown
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]()!|#~])")
@@ -21,3 +51,10 @@ def md_escape(value) -> str:
     text = " ".join(str(value).split())
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def md_table(frame: pd.DataFrame, empty: str = "none") -> str:
+    """``frame`` as a Markdown table, numbers by :func:`fmt`."""
+    if frame is None or frame.empty:
+        return empty
+    return fmt_frame(frame).to_markdown(index=False, disable_numparse=True)

@@ -24,9 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...datasets.upstream import (
+    GENEAGENT_COMMIT,
+    GENEAGENT_REPO,
+    GENEGPT_COMMIT,
+    GENEGPT_REPO,
+    lookup,
+)
 from ...paths import ORIGINAL_ENV
 from ...retrieval import GENEAGENT_SYNOPSES
-from ...upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, GENEGPT_COMMIT, GENEGPT_REPO, lookup
 
 RUNNERS_DIR = Path(__file__).resolve().parent
 

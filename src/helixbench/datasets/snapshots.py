@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .digests import sha256_text
-from .genegpt_format import parse_rendered_reply
+from ..digests import sha256_text
+from ..genegpt_format import parse_rendered_reply
 from .jsonfiles import read_json
 
 FORMAT = 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .genegpt_format import MASK, URL_RULES, extract_url
+from ..genegpt_format import MASK, URL_RULES, extract_url
 from .jsonfiles import read_json
 from .questions import tasks_of
 from .upstream import GENEGPT_COMMIT, GENEGPT_REPO, UpstreamFile, listdir
@@ -98,9 +98,9 @@ def local_recorded_files(
     """A mask's recorded files (of ``tasks``, default all) copied from ``mirror`` to
     where the workflow's jobs read them, ``resources/upstream/`` below the working
     directory, each checked against its pin: (task, local path) per file."""
-    from . import paths
+    from .. import paths
+    from ..paths import upstream_path
     from .fetch import fetch
-    from .paths import upstream_path
 
     files = []
     for run in recorded_runs(recording, benchmark, mask):
@@ -149,40 +149,6 @@ def recorded_tool_replies(
             rendered = _appended_reply(prompt, completion, item.steps[i + 1][0])
         replies[i] = (url, rendered)
     return replies
-
-
-@dataclass(frozen=True)
-class RecordedFunctionCall:
-    """A call of the function-calling protocol that asks what a recorded completion
-    asked, with the reply the recording shows for it (a BLAST Put's is its Get's)."""
-
-    step: int
-    name: str
-    arguments: dict
-    reply: bytes | str | None  # None where the recording cannot show it
-
-
-def recorded_function_calls(item: RecordedItem, url_rule: str = "first") -> list:
-    """The :class:`RecordedFunctionCall` list of one recorded question, in order: each
-    URL the recording called as the function that sends it (a BLAST Put and its Get as
-    one ``blast`` call, whose reply is the Get's hits)."""
-    from .genegpt_format import parse_rendered_reply
-    from .tools.functions import call_of_url
-
-    replies = recorded_tool_replies(item, url_rule)
-    steps = sorted(replies)
-    calls = []
-    for n, step in enumerate(steps):
-        url, rendered = replies[step]
-        call = call_of_url(url)
-        if call is None:  # a BLAST Get: the blast call's own second request
-            continue
-        if call[0] == "blast":
-            after = replies[steps[n + 1]] if n + 1 < len(steps) else None
-            rendered = after[1] if after and call_of_url(after[0]) is None else None
-        reply = None if rendered is None else parse_rendered_reply(rendered)
-        calls.append(RecordedFunctionCall(step, call[0], call[1], reply))
-    return calls
 
 
 @dataclass(frozen=True)
@@ -313,8 +279,8 @@ class RecordingReader:
 def loop_table(mirror: Path | None) -> list[dict]:
     """Every recorded run the registry knows, with the loop variant its files show
     (read from ``mirror``, else the local copies): one row per run directory."""
+    from ..paths import upstream_path
     from .fetch import mirror_path
-    from .paths import upstream_path
 
     reader, rows = RecordingReader(), []
     for name, spec in RECORDINGS.items():

@@ -20,8 +20,8 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote, urlsplit
 
-from .digests import sha256_bytes
-from .errors import DataError
+from ..digests import sha256_bytes
+from ..errors import DataError
 
 RAW_HOST = "raw.githubusercontent.com"
 UNKNOWN = "unknown"

@@ -11,7 +11,7 @@ task, ``Question`` the text as written (completion style), ``Goldstandard`` the 
 Benchmark ``bioragent`` is BioRAGent's ``evaluation_task/`` files, one task per CSV
 file named by its file name (``gene_alias``, ``BioASQ_yesno``), the folder as its
 module; rows without a question are left out. Items shared with GeneTuring (2023)
-or GeneHop carry the id of their counterpart (:mod:`helixbench.overlap`).
+or GeneHop carry the id of their counterpart (:mod:`helixbench.datasets.overlap`).
 
 Benchmark ``genesets`` has one task per GeneAgent dataset (GO, NeST, MSigDB and
 their 3-set toy samples): a question's text is its genes, space-separated, its
@@ -168,7 +168,7 @@ class Question:
     demo: str | None = None  # "Dm.1".."Dm.4" when the item is a GeneGPT demonstration
     source_id: str | None = None  # a gene set's id in its dataset (GO:0032385); BioASQ's id
     # The GeneTuring (2023) or GeneHop question this one repeats, and how
-    # (helixbench.overlap): "verbatim", "instruction dropped" or "rephrased".
+    # (helixbench.datasets.overlap): "verbatim", "instruction dropped" or "rephrased".
     overlap_id: str | None = None
     overlap: str | None = None
 
@@ -262,7 +262,7 @@ def load_all(local_path) -> list[Question]:
 def local_question_table(mirror: Path | None) -> list[Question] | None:
     """The question table from the files at hand (the mirror's, else the fetched
     copies), or None where one is missing: for ``helixbench plan`` before a run."""
-    from .paths import upstream_path
+    from ..paths import upstream_path
 
     def local(file) -> Path:
         return mirror / file.relpath if mirror else Path(upstream_path(file))
@@ -275,7 +275,7 @@ def local_question_table(mirror: Path | None) -> list[Question] | None:
 def write_question_table(path: Path) -> int:
     """The whole question table, from the local copies of the upstream files, written
     to ``path``; returns the number of questions."""
-    from .paths import upstream_path
+    from ..paths import upstream_path
 
     questions = load_all(lambda file: Path(upstream_path(file)))
     write_questions(questions, path)

@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .digests import CHUNK, sha256_file
+from ..digests import CHUNK, sha256_file
 from .upstream import UNKNOWN, url_relpath
 
 MIRROR_ENV = "HELIXBENCH_MIRROR"
@@ -180,7 +180,7 @@ def fetch_local(output: Path, mirror: Path | None, lock_file: Path, url=None, sh
     """Fetch the upstream file whose local copy is ``output`` (under
     ``resources/upstream/``): pinned by the manifest, or by the config (``url`` and
     ``sha256`` of an imported source's file). Returns its sha256."""
-    from . import paths
+    from .. import paths
     from .upstream import manifest
 
     rel = Path(output).relative_to(paths.UPSTREAM_DIR).as_posix()

@@ -1,7 +1,7 @@
 """Reading JSON and JSON-lines files with errors that name the file (and line).
 
 Upstream files (local copies under ``resources/upstream/``) are checked against
-their pinned sha256 as they are read (:func:`helixbench.upstream.verified_bytes`).
+their pinned sha256 as they are read (:func:`helixbench.datasets.upstream.verified_bytes`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .errors import DataError
+from ..errors import DataError
 from .upstream import verified_bytes
 
 

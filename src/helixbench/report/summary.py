@@ -1,0 +1,65 @@
+"""What a finished workflow prints last: where the report is and the top of each
+leaderboard, read from the report's own CSV files (so it says what the files say)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from .headline import headline_sentence
+from .text import fmt
+
+TOP = 3  # runs shown per leaderboard
+
+
+def _rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _number(text: str):
+    return float(text) if text not in ("", None) else None
+
+
+def console_summary(report_dir: Path) -> str:
+    """The report's paths, the headline differences and the top runs of each board."""
+    report_dir = Path(report_dir)
+    lines = [
+        f"helixbench: the report is in {report_dir}/",
+        f"  {report_dir / 'index.html'}  (open in a browser; one file, no server)",
+        f"  {report_dir / 'report.md'}  (the same tables as text)",
+    ]
+    headline = _rows(report_dir / "headline.csv")
+    if headline:
+        lines.append("Who wins, by how much:")
+        for row in headline:
+            numbers = {k: _number(row[k]) for k in ("difference", "ci_low", "ci_high", "p_value")}
+            numbers |= {k: _number(row[k]) for k in ("macro_a", "macro_b")}
+            lines.append(f"  {row['benchmark']}: " + headline_sentence({**row, **numbers}, fmt))
+    board = _rows(report_dir / "leaderboard.csv")
+    for benchmark in dict.fromkeys(r["benchmark"] for r in board):
+        lines.append(f"Leaderboard, {benchmark} (macro, extracted answers; 95% interval):")
+        for r in [r for r in board if r["benchmark"] == benchmark][:TOP]:
+            partial = (
+                f", {r['tasks']} of {r['benchmark_tasks']} tasks" if r["partial"] == "True" else ""
+            )
+            lines.append(
+                f"  {r['rank']}. {r['run']}  {fmt(_number(r['extracted']))} "
+                f"[{fmt(_number(r['ci_low']))}, {fmt(_number(r['ci_high']))}]{partial}"
+            )
+    sets = _rows(report_dir / "genesets_leaderboard.csv")
+    if sets:
+        lines.append("Leaderboard, gene sets (embedding similarity; 95% interval):")
+        for rank, r in enumerate(sets[:TOP], 1):
+            lines.append(
+                f"  {rank}. {r['run']}  {fmt(_number(r['embedding']))} "
+                f"[{fmt(_number(r['embedding_ci_low']))}, {fmt(_number(r['embedding_ci_high']))}]"
+            )
+    bank = _rows(report_dir / "question_bank_leaderboard.csv")
+    for benchmark in dict.fromkeys(r["benchmark"] for r in bank):
+        lines.append(f"Leaderboard, {benchmark} (macro of each task's primary score):")
+        for rank, r in enumerate([r for r in bank if r["benchmark"] == benchmark][:TOP], 1):
+            lines.append(f"  {rank}. {r['run']}  {fmt(_number(r['macro']))}")
+    return "\n".join(lines)
