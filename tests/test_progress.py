@@ -16,7 +16,13 @@ from pathlib import Path
 from helixbench.config import build_plan
 from helixbench.datasets.questions import local_question_table, write_questions
 from helixbench.loopback.openai import OpenAIServer
-from helixbench.progress import ShardProgress, read_counts, shard_statuses, sidecar_path
+from helixbench.progress import (
+    ShardProgress,
+    format_statuses,
+    read_counts,
+    shard_statuses,
+    sidecar_path,
+)
 
 from .conftest import REPO_ROOT
 
@@ -132,8 +138,12 @@ def test_status_of_a_running_shard_then_killed_then_resumed(mirror, tmp_path):
         assert stopped["state"] == "stopped" and partial.read_bytes().startswith(before)
         kept = stopped["done"]
         llm.state.faults.clear()
-        with open(tmp_path / "second.log", "w") as log:
-            subprocess.run(command, cwd=tmp_path, stderr=log, env=env, check=True, timeout=120)
+        # The resumed job as the workflow starts it: its log a file of its own, the
+        # console (its standard error) sparse progress lines only.
+        second_job = [*command, "--log", str(tmp_path / "second.log")]
+        console = subprocess.run(
+            second_job, cwd=tmp_path, env=env, check=True, timeout=120, capture_output=True
+        ).stderr.decode()
     finished = _status(tmp_path / "results" / "runs")["llm / no-tools 0 of 1"]
     assert (finished["state"], finished["done"], finished["total"]) == ("done", 8, 8)
     assert not sidecar_path(output).exists() and not partial.exists()
@@ -143,3 +153,24 @@ def test_status_of_a_running_shard_then_killed_then_resumed(mirror, tmp_path):
     second = [line for line in second if "questions (" in line]
     assert second[0].startswith(f"llm / no-tools shard-0-of-1: {kept}/8 questions")
     assert second[-1].startswith("llm / no-tools shard-0-of-1: 8/8 questions (100%)")
+    assert "HTTP Request" not in (tmp_path / "second.log").read_text()  # no line per request
+    shown = console.splitlines()
+    assert all(line.startswith("[progress] llm / no-tools shard-0-of-1: ") for line in shown)
+    assert f"{kept}/8 questions" in shown[0] and "8/8 questions (100%)" in shown[-1]
+
+
+def test_status_lists_every_planned_shard_started_or_not(tmp_path):
+    runs = tmp_path / "results" / "runs"
+    done = runs / "m" / "x" / "shard-0-of-2.jsonl"
+    done.parent.mkdir(parents=True)
+    done.write_text(json.dumps(_record("a", 1, 0)) + "\n")
+    planned = [("m / x", "results/runs/m/x/shard-0-of-2.jsonl")]
+    planned += [("m / x", "results/runs/m/x/shard-1-of-2.jsonl")]
+    planned += [("n / y", "results/runs/n/y/shard-0-of-1.jsonl")]
+    statuses = shard_statuses(runs, planned=planned)
+    assert [(s.run, s.shard, s.state) for s in statuses] == [
+        ("m / x", "0 of 2", "done"),
+        ("m / x", "1 of 2", "not started"),
+        ("n / y", "0 of 1", "not started"),
+    ]
+    assert "3 shard(s): 1 done, 0 running, 0 stopped, 2 not started" in format_statuses(statuses)

@@ -111,15 +111,16 @@ def plan(args) -> None:
 
 def status(args) -> None:
     from ..errors import ConfigError
+    from ..paths import RUNS_DIR
     from ..progress import format_statuses, planned_shards, shard_statuses
 
-    try:
-        _, plan = config_and_plan(args)
-        planned = planned_shards(plan)
-    except ConfigError:
-        if args.config:  # asked for: its mistake is the answer
-            raise
-        planned = None  # no config here: the shards on disk are all there is to show
+    planned = None  # without a config: the shards on disk are all there is to show
+    if args.config or args.runs == RUNS_DIR:  # a working directory's own runs
+        try:
+            planned = planned_shards(config_and_plan(args)[1])
+        except ConfigError:
+            if args.config:  # asked for: its mistake is the answer
+                raise
     statuses = shard_statuses(Path(args.runs), planned=planned)
     if args.json:
         from dataclasses import asdict
