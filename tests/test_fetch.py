@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import os
 import threading
 from pathlib import Path
 
 import pytest
 
-from helixbench.datasets.fetch import FetchError, available, fetch, mirror_path, resolve_mirror
+from helixbench.datasets.fetch import (
+    FetchError,
+    available,
+    fetch,
+    mirror_path,
+    pin_mirror_env,
+    resolve_mirror,
+)
 from helixbench.datasets.upstream import (
     GENEGPT_COMMIT,
     GENEGPT_REPO,
@@ -62,6 +70,22 @@ def test_env_overrides_configured_mirror(monkeypatch, tmp_path):
     monkeypatch.setenv("HELIXBENCH_MIRROR", str(tmp_path / "nope"))
     with pytest.raises(FetchError, match=r"nope' \(\$HELIXBENCH_MIRROR\) is not a directory"):
         resolve_mirror(None)
+
+
+def test_a_relative_mirror_is_taken_from_where_it_was_given(monkeypatch, tmp_path):
+    """`HELIXBENCH_MIRROR=../shared/mirror snakemake --directory .test`: the path is
+    the shell's, not the working directory Snakemake or a test moved to; pinned once,
+    every process started afterwards sees the absolute path."""
+    (tmp_path / "shared" / "mirror").mkdir(parents=True)
+    (tmp_path / "clone" / ".test").mkdir(parents=True)
+    monkeypatch.setenv("PWD", str(tmp_path / "clone"))
+    monkeypatch.chdir(tmp_path / "clone" / ".test")
+    monkeypatch.setenv("HELIXBENCH_MIRROR", "../shared/mirror")
+    assert resolve_mirror(None) == tmp_path / "shared" / "mirror"
+    pin_mirror_env()
+    assert os.environ["HELIXBENCH_MIRROR"] == str(tmp_path / "shared" / "mirror")
+    monkeypatch.chdir(tmp_path)
+    assert resolve_mirror(None) == tmp_path / "shared" / "mirror"
 
 
 def test_fetch_from_mirror_verifies_and_writes(mirror, tmp_path):

@@ -29,7 +29,10 @@ internal, and `helixbench JOB --help` documents each. Guide: docs/ (mkdocs serve
 USER_COMMANDS = ("plan", "status", "compare", "recordings", "cache")
 # Library loggers that say one line per HTTP request or per batch at INFO: a job's
 # log keeps their warnings only.
-QUIET_LOGGERS = ("httpx", "httpcore", "urllib3", "openai", "chromadb", "sentence_transformers")
+QUIET_LOGGERS = (
+    *("httpx", "httpcore", "httpx2", "httpcore2", "urllib3", "openai"),
+    *("chromadb", "sentence_transformers", "transformers", "huggingface_hub"),
+)
 
 
 class _Parser(argparse.ArgumentParser):
