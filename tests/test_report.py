@@ -316,3 +316,38 @@ def test_a_snp_function_answer_found_in_a_tool_reply_is_typed_e3():
     record = {"error": None, "events": [{"type": "tool", "data": {**call, "rendered": reply}}]}
     assert classify("SNP gene function", record, gold) == "E3"
     assert classify("SNP gene function", {**record, "events": []}, gold) == "E1"
+
+
+def test_the_headline_compares_best_with_next_and_each_model_with_its_no_tools_baseline():
+    from helixbench.report.headline import headline_sentence, headline_table
+    from helixbench.report.text import fmt
+
+    chat = {"backend": "openai", "model": "x", "base_url": "http://localhost:1/v1", "api": "chat"}
+    config = {
+        "models": {"a": chat, "b": chat},
+        "benchmarks": ["geneturing"],
+        "runs": [
+            {"model": "a", "methods": ["function-calling", "no-tools"], "tasks": ["Gene alias"]},
+            {"model": "b", "method": "function-calling", "tasks": ["Gene alias"]},
+        ],
+    }
+    plan = build_plan(config, None)
+    right = {f"q{i}": 1.0 for i in range(10)}
+    index = {
+        ("a / function-calling", "Gene alias", "extracted"): right,
+        ("b / function-calling", "Gene alias", "extracted"): {**right, "q0": 0.0, "q1": 0.0},
+        ("a / no-tools", "Gene alias", "extracted"): {q: float(q < "q3") for q in right},
+    }
+    board = pd.DataFrame(
+        {"benchmark": "geneturing", "run": ["a / function-calling", "b / function-calling"]}
+    )
+    rows = headline_table(plan, index, board, pd.DataFrame()).to_dict("records")
+    assert [(r["comparison"], r["run_a"], r["run_b"]) for r in rows] == [
+        ("best vs next", "a / function-calling", "b / function-calling"),
+        ("vs its no-tools baseline", "a / function-calling", "a / no-tools"),
+    ]
+    baseline = rows[1]
+    assert (baseline["macro_a"], baseline["macro_b"], baseline["difference"]) == (1.0, 0.3, 0.7)
+    assert 0 < baseline["ci_low"] <= 0.7 <= baseline["ci_high"] <= 1 and baseline["n"] == 10
+    said = headline_sentence(baseline, fmt)
+    assert said.startswith("a / function-calling is ahead of a / no-tools by 0.700 [")

@@ -177,9 +177,9 @@ def print_report_summary():
     """After a successful run that wrote the report: where it is and who leads."""
     from helixbench.report.summary import console_summary
 
-    index = Path(paths.REPORT_DIR) / "index.html"
-    if index.is_file():
-        print(console_summary(Path(paths.REPORT_DIR)))
+    report_dir = Path(paths.REPORT_DIR).resolve()  # wherever --directory put it
+    if (report_dir / "index.html").is_file():
+        print(console_summary(report_dir))
 
 
 def get_final_output():

@@ -41,7 +41,7 @@ def _pairs(plan: Plan, ranked: list[str], benchmark: str) -> list[tuple[str, str
     """(comparison, run a, run b): the best against the next, then each model's runs
     against its baseline on this benchmark."""
     pairs = [("best vs next", ranked[0], ranked[1])] if len(ranked) > 1 else []
-    runs = {r.label: r for r in plan.runs if r.label in ranked}
+    runs = {r.label: r for r in plan.runs if any(t.benchmark == benchmark for t in r.tasks)}
     for label in ranked:
         run = runs[label]
         if run.first.method_spec.get("kind") in BASELINE_KINDS:
@@ -120,8 +120,9 @@ def headline_sentence(row: dict, fmt) -> str:
             f"{row['run_a']} and {row['run_b']} differ by {fmt(d)} [{fmt(low)}, {fmt(high)}], "
             "an interval that includes no difference"
         )
+    n, tasks = int(row["n"]), int(row["tasks"])
     return (
         f"{verdict} ({row['comparison']}; macro {fmt(row['macro_a'])} vs "
-        f"{fmt(row['macro_b'])} on the {row['n']} questions of {row['tasks']} task(s) both "
-        f"answered; p = {fmt(row['p_value'])})"
+        f"{fmt(row['macro_b'])} on the {n} question{'s' * (n != 1)} of {tasks} "
+        f"task{'s' * (tasks != 1)} both answered; p = {fmt(row['p_value'])})"
     )
