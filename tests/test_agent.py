@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -140,6 +141,8 @@ def test_an_unchanged_agent_answers_through_both_gateways_offline(seeded, tmp_pa
         ("hang", "agent_timeout", None),
         ("crash", "agent_error", "the agent fell over"),
         ("garbage", "agent_no_answer", None),
+        ("deep", "agent_no_answer", None),
+        ("huge", "agent_answer_too_long", None),
     ],
 )
 def test_an_agent_that_misbehaves_is_a_recorded_error_and_the_shard_goes_on(
@@ -314,3 +317,61 @@ def test_the_tool_gateway_reads_a_public_url_from_each_form():
     assert public_url("/gprofiler/api/gost/profile/")[1].startswith("https://biit.cs.ut.ee/")
     assert public_url("/example.org/x")[1] == "https://example.org/x"  # refused downstream
     assert public_url("/nothing-here") == (None, None)
+
+
+def test_a_malformed_model_request_is_a_400_recorded_and_counted_once():
+    with OpenAIServer() as server:
+        model = create_model(server.chat_model())
+        sessions = Sessions()
+        session = sessions.open("q1", "Q?", {"max_model_calls": 5, "max_tool_calls": 5})
+        with ModelGateway(model, sessions, "gpt") as gateway:
+            headers = {"Authorization": f"Bearer {session.token}"}
+            chat = f"{gateway.base_url}/chat/completions"
+            for body in ([], {"messages": "hello"}, {"messages": [], "max_tokens": "9"}):
+                reply = requests.post(chat, json=body, headers=headers, timeout=10)
+                assert reply.status_code == 400, body
+                assert reply.json()["error"]["type"] == "invalid_request_error"
+            deep = b"[" * 100_000 + b"]" * 100_000
+            reply = requests.post(chat, data=deep, headers=headers, timeout=10)
+            assert reply.status_code == 400
+            assert "not a JSON object" in reply.json()["error"]["message"]
+        assert server.state.received == []  # none reached the model
+    assert session.model_calls == 4 and len(session.events) == 4
+    assert all(e.data["error"].startswith("invalid_request: ") for e in session.events)
+
+
+class _EchoingExecutor:
+    """A tool executor whose every live reply repeats the run's key (as a server that
+    echoes ``api_key`` does)."""
+
+    def call(self, request):
+        from helixbench.tools import ToolResult
+
+        body = b'{"error": "bad key abcdefgh-secret-key-1234"}'
+        return ToolResult(request.url, request.index, body=body, status=200, cache="miss")
+
+
+def test_the_tool_gateway_records_every_refusal_and_hides_every_key(monkeypatch):
+    from helixbench import secrets
+    from helixbench.gateway.tool_api import ToolGateway
+
+    monkeypatch.setattr(secrets, "_secrets", {"abcdefgh-secret-key-1234"})
+    sessions = Sessions()
+    session = sessions.open("q1", "Q?", {"max_model_calls": 5, "max_tool_calls": 50})
+    with ToolGateway(_EchoingExecutor(), sessions) as gateway:
+        base = f"{gateway.base}/s/{session.token}"
+        live = requests.get(f"{base}/entrez/eutils/esearch.fcgi?db=gene&term=x", timeout=10)
+        assert live.status_code == 200 and b"secret" not in live.content
+        assert b"***" in live.content
+        for path in ("/nothing-here", "/localhost:8080/x", "/[::1]/x", "/127.0.0.1:9/x"):
+            requests.get(base + path, timeout=10)
+        with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as raw:
+            raw.sendall(f"GET /s/{session.token}/{'a' * 70_000} HTTP/1.1\r\n\r\n".encode())
+            assert b" 414 " in raw.recv(200)
+    urls = [e.data["url"] for e in session.events]
+    assert urls[0].startswith("https://eutils.ncbi.nlm.nih.gov/") and len(urls) == 6
+    assert urls[1] == "path:/s/<token>/nothing-here"
+    assert urls[5].startswith("request:GET /s/<token>/aaaa") and session.token not in urls[5]
+    assert "414" in session.events[5].data["error"]
+    # Each a URL handed to the executor (which refuses what is off its allowlist).
+    assert urls[2:5] == ["https://localhost:8080/x", "https://[::1]/x", "https://127.0.0.1:9/x"]

@@ -351,3 +351,16 @@ def test_the_headline_compares_best_with_next_and_each_model_with_its_no_tools_b
     assert 0 < baseline["ci_low"] <= 0.7 <= baseline["ci_high"] <= 1 and baseline["n"] == 10
     said = headline_sentence(baseline, fmt)
     assert said.startswith("a / function-calling is ahead of a / no-tools by 0.700 [")
+
+
+def test_the_per_question_view_shows_the_start_of_a_runaway_text():
+    from helixbench.report.html import MAX_TEXT_CHARS, shown_text
+
+    prompt = "x" * (MAX_TEXT_CHARS + 5)
+    events = [{"type": "model", "data": {"prompt_increment": prompt, "tool_calls": ["ok"]}}]
+    (shown,) = shown_text(events)
+    text = shown["data"]["prompt_increment"]
+    assert text.startswith("x" * MAX_TEXT_CHARS) and text.endswith(
+        "[... 5 more characters in results/runs/]"
+    )
+    assert shown["data"]["tool_calls"] == ["ok"] and shown_text(None) is None

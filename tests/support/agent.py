@@ -5,7 +5,8 @@ It reads a question (JSON on stdin, or JSON lines with ``--long-lived``), fetche
 URLs its script file (``TEST_AGENT_SCRIPT``) lists for that question from the public
 hosts, asks its model once, and prints ``{"answer": ...}``: the script's answer, or the
 model's where the script has none. ``TEST_AGENT_MODE`` makes it misbehave: ``hang``,
-``crash``, ``garbage``, ``foreign`` (a host not on the allowlist, then a raw socket to
+``crash``, ``garbage``, ``deep`` (an answer of 10,000 nested JSON arrays), ``huge`` (a
+5 MB answer), ``foreign`` (a host not on the allowlist, then a raw socket to
 ``TEST_AGENT_CANARY``), ``legacy`` (the model through the legacy completions API).
 """
 
@@ -62,6 +63,12 @@ def main() -> None:
         raise RuntimeError("the agent fell over")
     if mode == "garbage":
         print("<html>not an answer</html>")
+        return
+    if mode == "deep":
+        print('{"answer": ' + "[" * 10_000 + "]" * 10_000 + "}")
+        return
+    if mode == "huge":
+        print(json.dumps({"answer": "BRCA1 " * 900_000}))
         return
     if "--long-lived" in sys.argv:
         for line in sys.stdin:

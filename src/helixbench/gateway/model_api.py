@@ -36,6 +36,9 @@ _AZURE = re.compile(r"^/openai/deployments/[^/]+/(chat/completions|completions)$
 # The legacy completions API's default; chat's is the model's own (ours: 512).
 COMPLETIONS_MAX_TOKENS = 16
 CHAT_MAX_TOKENS = 512
+# What a record keeps of one prompt an agent sent (a runaway agent's 20 MB prompt is
+# described by its sha256 and length, and kept in part).
+MAX_RECORDED_CHARS = 1_000_000
 
 
 class ModelGateway(LoopbackServer):
@@ -101,15 +104,23 @@ class _Handler(QuietHandler):
         session = self.state["sessions"].find(bearer_token(self.headers))
         if session is None:
             return self._error(401, "unknown API key: use the one you were given", "auth_error")
+        started = time.perf_counter()
         try:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        except ValueError:
-            return self._error(400, "the body is not JSON", "invalid_request_error")
+            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = json.loads(raw or b"{}")
+        except (ValueError, RecursionError):
+            body = None
+        problem = malformed(route, body)
         try:
             index = session.model_call(urlsplit(self.path).path)
         except CapReached as exc:
             return self._error(429, f"helixbench: the agent reached its cap of {exc}", "cap")
-        started = time.perf_counter()
+        if problem is not None:  # answered as OpenAI answers one, recorded, counted once
+            data = {"route": urlsplit(self.path).path, "completion": None}
+            session.record(
+                "model", index, {**data, "error": f"invalid_request: {problem}"}, started
+            )
+            return self._error(400, problem, "invalid_request_error")
         legacy, chat = False, {}
         if route == "chat":
             messages, tools, legacy = legacy_to_tools(body)
@@ -156,7 +167,8 @@ class _Handler(QuietHandler):
         self._send(status, {"error": {"message": message, "type": kind, "code": code}})
 
     def _send(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload).encode()
+        # No secret the run holds reaches the agent, not even one a server echoed.
+        data = secrets.redact_bytes(json.dumps(payload).encode())
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -167,6 +179,33 @@ class _Handler(QuietHandler):
             pass
 
 
+def malformed(route: str, body) -> str | None:
+    """What is wrong with a request body the gateway cannot serve; None if nothing."""
+    if not isinstance(body, dict):
+        return "the body is not a JSON object"
+    if route == "chat":
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            return "'messages' must be a list of message objects"
+        for key in ("tools", "functions"):
+            if body.get(key) is not None and not isinstance(body[key], list):
+                return f"'{key}' must be a list"
+    else:
+        prompt = body.get("prompt", "")
+        if not isinstance(prompt, str | list) or (
+            isinstance(prompt, list) and not all(isinstance(p, str) for p in prompt)
+        ):
+            return "'prompt' must be a string or a list of strings"
+    for key, kind in (("max_tokens", int), ("temperature", int | float)):
+        value = body.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            return f"'{key}' must be a number"
+    stop = body.get("stop")
+    if stop is not None and not isinstance(stop, str | list):
+        return "'stop' must be a string or a list of strings"
+    return None
+
+
 def _stops(stop) -> list[str]:
     if stop is None:
         return []
@@ -175,11 +214,16 @@ def _stops(stop) -> list[str]:
 
 def _increment(request: CompletionRequest) -> str:
     """What the transcript shows of a call: the last message of a chat, else the
-    prompt (an agent's prompts are its own; the whole of each is kept)."""
+    prompt (an agent's prompts are its own), up to :data:`MAX_RECORDED_CHARS` (the
+    event's ``prompt_sha256`` and ``prompt_chars`` describe the whole)."""
     if request.messages:
         last = request.messages[-1]
-        return f"[{last.get('role')}] {last.get('content') or ''}"
-    return request.prompt
+        text = f"[{last.get('role')}] {last.get('content') or ''}"
+    else:
+        text = request.prompt
+    if len(text) <= MAX_RECORDED_CHARS:
+        return text
+    return f"{text[:MAX_RECORDED_CHARS]} [... {len(text) - MAX_RECORDED_CHARS} more characters]"
 
 
 def _usage(completion) -> dict:

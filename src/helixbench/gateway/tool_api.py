@@ -23,8 +23,9 @@ import json
 import time
 from email.parser import BytesParser
 from email.policy import HTTP
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
+from .. import secrets
 from ..genegpt_format import blast_put_page
 from ..loopback import LoopbackServer, QuietHandler
 from ..tools import ToolRequest, ToolResult
@@ -93,7 +94,10 @@ def public_url(path_and_query: str) -> tuple[str | None, str | None]:
         if path.startswith(prefix):
             return token, f"https://{host}{path}{query}"
     first, _, rest = path.lstrip("/").partition("/")
-    if "." in first:  # /<host>/<path>: the sitecustomize's form
+    first = unquote(first)  # a client may send [::1] as %5B::1%5D
+    # /<host>/<path>: the sitecustomize's form; any host, a port or an address too,
+    # so that the executor refuses (and records) what is not on the allowlist.
+    if "." in first or ":" in first or first.startswith("[") or first == "localhost":
         return token, f"https://{first}/{rest}{query}"
     return token, None
 
@@ -119,6 +123,8 @@ class _Handler(QuietHandler):
             self._record(session, None, f"socket:{where}", f"refused: a connection to {where}")
             return self._reply(204, b"")
         if url is None:
+            where = urlsplit(self.path).path.replace(session.token, "<token>")[:200]
+            self._record(session, None, f"path:{where}", "refused: no service at this path")
             return self._reply(404, b"helixbench tool gateway: no service at this path")
         body, kind = _body(raw, self.headers.get("Content-Type", ""))
         started = time.perf_counter()
@@ -148,12 +154,29 @@ class _Handler(QuietHandler):
         # A seeded BLAST Put holds only its RID: shown as NCBI's page shows one.
         self._reply(200, blast_put_page(result.text or "").encode())
 
+    def send_error(self, code: int, message: str | None = None, explain=None) -> None:
+        """http.server's own refusals (a request line too long: 414; a malformed one: 400)
+        are recorded under the session the request names, where it names one."""
+        line = getattr(self, "raw_requestline", b"")[:4096].decode("latin-1", "replace")
+        headers = getattr(self, "headers", None)
+        token = bearer_token(headers) if headers is not None else None
+        if not token and "/s/" in line:
+            token = line.split("/s/", 1)[1].split("/", 1)[0].split(" ", 1)[0]
+        session = self.state["sessions"].find(token)
+        if session is not None:
+            shown = " ".join(line.replace(session.token, "<token>").split())[:200]
+            self._record(session, None, f"request:{shown}", f"refused: HTTP {code} {message}")
+        super().send_error(code, message, explain)
+
     def _record(self, session, index, url: str, error: str) -> None:
         data = {"url": url, "method": self.command, "status": None, "bytes": 0, "cache": None}
         data |= {"error": error, "rendered": f"Error: {error}", "route": "refused"}
         session.record("tool", index if index is not None else 0, data, time.perf_counter())
 
     def _reply(self, status: int, data: bytes) -> None:
+        # A live reply that echoes a key the run holds reaches the agent without it, as
+        # the cached copy is stored without it.
+        data = secrets.redact_bytes(data)
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/octet-stream")

@@ -66,6 +66,9 @@ from .originals import RUNNERS_DIR
 AGENT_SITE = Path(__file__).resolve().parents[1] / "gateway" / "agent_site"
 # Environment variables an agent keeps from the job's; no other (no key) reaches it.
 KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "HF_HOME", "HF_HUB_OFFLINE")
+# An answer is a name, a list or a sentence: past this it is the agent's output gone
+# wrong, kept as that question's error (the record holds its start).
+MAX_ANSWER_CHARS = 100_000
 STDERR_TAIL = 2000
 
 
@@ -153,6 +156,7 @@ class Agent:
                 answer, error, info = self._ask_once(session, question_id, question)
             finally:
                 self.gateways.sessions.close(session)
+        answer, error = capped_answer(answer, error)
         info["routes"] = dict(sorted(session.routes.items()))
         events = list(session.events)
         result.events = [*events, Event("agent", len(events), info)]
@@ -336,9 +340,18 @@ def reported_outcome(reply: dict, answer: str | None) -> tuple[str | None, dict 
 def _json_object(text: str) -> dict | None:
     try:
         value = json.loads(text)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # nested past Python's limit: not one
         return None
     return value if isinstance(value, dict) else None
+
+
+def capped_answer(answer: str | None, error: str | None) -> tuple[str | None, str | None]:
+    """An answer longer than :data:`MAX_ANSWER_CHARS` is that question's recorded error
+    (``agent_answer_too_long``), its start kept: no agent's output can swell a record."""
+    if answer is None or len(answer) <= MAX_ANSWER_CHARS:
+        return answer, error
+    cut = f"{answer[:MAX_ANSWER_CHARS]} [... {len(answer) - MAX_ANSWER_CHARS} more characters]"
+    return cut, "agent_answer_too_long"
 
 
 def _pump(stream, lines: queue.Queue) -> None:

@@ -50,6 +50,26 @@ def prompt_headers(records: dict) -> dict[str, str]:
 # questions, whole runs are left out of the per-question view (the page says which;
 # their records stay in results/runs/).
 MAX_QUESTIONS = 5000
+# One text of the per-question view (an answer, a prompt increment, a completion, a
+# tool reply, an agent's stderr): past this it shows its start and says how much is
+# left out; the whole text stays in the run's records (results/runs/).
+MAX_TEXT_CHARS = 20_000
+
+
+def shown_text(value):
+    """``value`` as the per-question view shows it: a string past
+    :data:`MAX_TEXT_CHARS` cut, with the count of what is left out; anything else as is
+    (nested lists and mappings cut inside)."""
+    if isinstance(value, str):
+        if len(value) <= MAX_TEXT_CHARS:
+            return value
+        left = len(value) - MAX_TEXT_CHARS
+        return f"{value[:MAX_TEXT_CHARS]}\n[... {left:,} more characters in results/runs/]"
+    if isinstance(value, dict):
+        return {k: shown_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown_text(v) for v in value]
+    return value
 
 
 def question_items(
@@ -90,14 +110,14 @@ def _run_items(run_plan, records, scores, questions, labels, primary) -> list[di
                     "task": question.task,
                     "text": question.text,
                     "gold": gold,
-                    "answer": record["answer"],
+                    "answer": shown_text(record["answer"]),
                     "error": record["error"],
                     "metric": metric,
                     "score": score,
                     "status": status,
                     "type": labels.get((run, question.id)),
                     "header": record.get("header_sha256"),
-                    "events": record["events"],
+                    "events": shown_text(record["events"]),
                 }
             )
     return items
