@@ -6,6 +6,7 @@ never reach the server at all.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import sqlite3
 import time
@@ -544,3 +545,35 @@ def test_unknown_tool_setting_is_named():
 
 def test_server_state_is_per_server():
     assert NCBIServerState().received == []
+
+
+def test_a_reports_tool_replies_replay_offline_on_another_machine(tmp_path):
+    """The replies a run read through the tool cache, exported with its report and
+    imported into another machine's empty cache, answer the same calls offline."""
+    from helixbench.cli.commands import import_tool_replies
+    from helixbench.errors import DataError
+    from helixbench.report.tool_replies import export_tool_replies
+    from helixbench.tools.executor import ToolExecutor, ToolSettings
+    from helixbench.tools.urls import canonical_url
+
+    url = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene&term=LMP10"
+    here = ReplyCache(tmp_path / "here.sqlite")
+    reply = CachedReply(canonical_url(url), url, 200, b'{"ids": [5699]}', None, None, "t", "live")
+    here.put(reply)
+    records = {
+        "task": [
+            {"events": [{"type": "tool", "data": {"url": url, "cache": "miss", "status": 200}}]},
+            {"events": [{"type": "tool", "data": {"url": url + "x", "cache": "replay"}}]},
+        ]
+    }
+    exported = tmp_path / "tool_replies.jsonl"
+    assert export_tool_replies(records, exported, tmp_path / "here.sqlite") == 1
+    there = tmp_path / "there" / "tools.sqlite"
+    import_tool_replies(exported, there)
+    settings = {"mode": "offline", "cache": str(there), "budgets": str(tmp_path / "b")}
+    result = ToolExecutor(ToolSettings.from_config(settings)).call(ToolRequest(url, "q", 0))
+    assert (result.body, result.cache, result.origin) == (reply.body, "hit", "import:live")
+    line = json.loads(exported.read_text())
+    exported.write_text(json.dumps({**line, "body": "eyJpZHMiOiBbMV19"}) + "\n")  # changed
+    with pytest.raises(DataError, match="tool_replies.jsonl:1: .* does not match its sha256"):
+        import_tool_replies(exported, there)

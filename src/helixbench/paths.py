@@ -48,6 +48,9 @@ REPORT = (
     ReportFile("table2.csv"),
     ReportFile("genehop.md"),
     ReportFile("provenance.json"),
+    # The tool replies the runs read from the cache (report/tool_replies.py): with the
+    # same config, another machine replays the runs offline from them.
+    ReportFile("tool_replies.jsonl"),
     # Per-question scores of every run (report/question_scores.py has the schema).
     ReportFile("question_scores.parquet"),
     ReportFile("question_scores.csv"),

@@ -109,6 +109,13 @@ def _user_commands(sub) -> None:
         default="resources/cache/models.sqlite",
         help="the model response cache (%(default)s)",
     )
+    p.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE",
+        help="first put a report's tool_replies.jsonl in the tool cache (replies there are "
+        "kept), to rerun its config offline with the same replies",
+    )
     p.set_defaults(func=commands.cache)
 
 

@@ -1,5 +1,6 @@
 """The commands a person types: ``plan``, ``status``, ``compare``, ``recordings`` and
-``cache``. Each reads the working directory and writes nothing."""
+``cache``. Each reads the working directory and writes nothing, but for ``cache
+--import``, which adds another machine's tool replies to the tool cache."""
 
 from __future__ import annotations
 
@@ -150,8 +151,12 @@ def recordings(args) -> None:
 
 
 def cache(args) -> None:
-    """What the tool and model caches hold, read without writing (SQLite read-only)."""
+    """What the tool and model caches hold, read without writing (SQLite read-only);
+    with ``--import``, first the tool replies of another machine's report."""
     import sqlite3
+
+    if args.import_file:
+        import_tool_replies(Path(args.import_file), Path(args.tools))
 
     from tabulate import tabulate
 
@@ -184,3 +189,20 @@ def cache(args) -> None:
             (requests,) = query(path, "SELECT COUNT(*) FROM requests")[0]
             print(f"{requests} request(s) left this machine for these replies (table requests)")
         print()
+
+
+def import_tool_replies(exported: Path, tools: Path) -> None:
+    """Put a report's ``tool_replies.jsonl`` in the tool cache ``tools`` (replies
+    already there are kept): the same config then runs offline with those replies."""
+    from ..errors import DataError
+    from ..tools.cache import ReplyCache, reply_from_json
+
+    replies = []
+    for number, line in enumerate(exported.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            replies.append(reply_from_json(json.loads(line), origin_prefix="import:"))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"{exported}:{number}: not an exported tool reply ({exc})") from None
+    tools.parent.mkdir(parents=True, exist_ok=True)
+    added = ReplyCache(tools).put_many(replies, replace=False)
+    print(f"{exported}: {len(replies)} tool replies, {added} new in {tools}")

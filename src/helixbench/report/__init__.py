@@ -41,6 +41,7 @@ from .question_scores import question_score_table, write_question_scores
 from .records import load_records, load_scores, primary_metric, score_index
 from .scores import score_table
 from .text import fmt
+from .tool_replies import export_tool_replies
 
 
 def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) -> None:
@@ -112,6 +113,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     imported = imported_runs(plan, board)
     leaderboard_figure(board, out_dir)
     ablation_figure(ablation, out_dir)
+    export_tool_replies(records, out_dir / "tool_replies.jsonl")
     prov = provenance(plan, records, config, config_digest)
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     write_question_scores(

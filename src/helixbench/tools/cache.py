@@ -11,11 +11,13 @@ Many jobs write at once: see :class:`helixbench.store.SqliteStore`.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from dataclasses import dataclass
 
 from ..store import SqliteStore, utc_now
 
-__all__ = ["CachedReply", "ReplyCache", "utc_now"]
+__all__ = ["CachedReply", "ReplyCache", "reply_from_json", "reply_to_json", "utc_now"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -73,6 +75,28 @@ class CachedReply:
         if self.truncated_at is None:
             return True
         return needed_bytes is not None and needed_bytes <= self.truncated_at
+
+
+def reply_to_json(reply: CachedReply) -> dict:
+    """A cached reply as one line of an export (``tool_replies.jsonl``): the body in
+    base64, with its sha256."""
+    body = reply.body
+    return {
+        **{c: getattr(reply, c) for c in _COLUMNS if c != "body"},
+        "body": base64.b64encode(body).decode() if body is not None else None,
+        "body_sha256": hashlib.sha256(body).hexdigest() if body is not None else None,
+    }
+
+
+def reply_from_json(line: dict, origin_prefix: str = "") -> CachedReply:
+    """The cached reply an export line holds (its body checked against its sha256);
+    ``origin_prefix`` says where it was imported from."""
+    body = base64.b64decode(line["body"]) if line.get("body") is not None else None
+    if body is not None and hashlib.sha256(body).hexdigest() != line.get("body_sha256"):
+        raise ValueError(f"{line.get('url')}: the body does not match its sha256")
+    fields = {c: line.get(c) for c in _COLUMNS if c != "body"}
+    fields["origin"] = origin_prefix + str(fields["origin"])
+    return CachedReply(**fields, body=body)
 
 
 class ReplyCache(SqliteStore):
