@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -226,37 +227,42 @@ def test_a_long_lived_agent_killed_mid_shard_resumes(seeded, tmp_path, monkeypat
     assert modes == {"long-lived"}
 
 
+@contextmanager
+def _model_gateway(served_name: str):
+    """A loopback model server, one question's session and the model gateway in front."""
+    with OpenAIServer() as server:
+        sessions = Sessions()
+        session = sessions.open("q1", "Q?", {"max_model_calls": 5, "max_tool_calls": 5})
+        model = create_model(server.chat_model())
+        with ModelGateway(model, sessions, served_name) as gateway:
+            yield server, session, gateway
+
+
 def test_the_model_gateways_routes(tmp_path):
     """Chat with tools, the legacy functions answered in kind, legacy completions, the
     Azure deployment route of openai<1, /v1/models; an unknown key is refused."""
-    with OpenAIServer() as server:
-        model = create_model(server.chat_model())
-        sessions = Sessions()
-        session = sessions.open("q1", "Q?", {"max_model_calls": 5, "max_tool_calls": 5})
-        with ModelGateway(model, sessions, "code-davinci-002") as gateway:
-            headers = {"Authorization": f"Bearer {session.token}"}
-            listed = requests.get(f"{gateway.base_url}/models", headers=headers).json()
-            assert listed["data"][0]["id"] == "code-davinci-002"
-            server.state.script.append({"tool_calls": [("esearch", {"db": "gene"})]})
-            functions = [{"name": "esearch", "parameters": {"type": "object"}}]
-            body = {"messages": [{"role": "user", "content": "Q?"}], "functions": functions}
-            url = f"{gateway.base}/openai/deployments/gpt35/chat/completions?api-version=2023-05-15"
-            reply = requests.post(url, json=body, headers={"api-key": session.token}).json()
-            message = reply["choices"][0]["message"]
-            assert message["function_call"]["name"] == "esearch"
-            assert reply["choices"][0]["finish_reason"] == "function_call"
-            # the tools the server got were today's form of the legacy functions
-            assert server.state.received[-1][1]["tools"][0]["function"]["name"] == "esearch"
-            done = requests.post(
-                f"{gateway.base_url}/completions",
-                json={"prompt": "Question: x\n", "stop": ["->"]},
-                headers=headers,
-            ).json()
-            assert done["object"] == "text_completion" and done["choices"][0]["text"]
-            refused = requests.post(
-                f"{gateway.base_url}/completions", json={"prompt": "x"}, headers={}
-            )
-            assert refused.status_code == 401
+    with _model_gateway("code-davinci-002") as (server, session, gateway):
+        headers = {"Authorization": f"Bearer {session.token}"}
+        listed = requests.get(f"{gateway.base_url}/models", headers=headers).json()
+        assert listed["data"][0]["id"] == "code-davinci-002"
+        server.state.script.append({"tool_calls": [("esearch", {"db": "gene"})]})
+        functions = [{"name": "esearch", "parameters": {"type": "object"}}]
+        body = {"messages": [{"role": "user", "content": "Q?"}], "functions": functions}
+        url = f"{gateway.base}/openai/deployments/gpt35/chat/completions?api-version=2023-05-15"
+        reply = requests.post(url, json=body, headers={"api-key": session.token}).json()
+        message = reply["choices"][0]["message"]
+        assert message["function_call"]["name"] == "esearch"
+        assert reply["choices"][0]["finish_reason"] == "function_call"
+        # the tools the server got were today's form of the legacy functions
+        assert server.state.received[-1][1]["tools"][0]["function"]["name"] == "esearch"
+        done = requests.post(
+            f"{gateway.base_url}/completions",
+            json={"prompt": "Question: x\n", "stop": ["->"]},
+            headers=headers,
+        ).json()
+        assert done["object"] == "text_completion" and done["choices"][0]["text"]
+        refused = requests.post(f"{gateway.base_url}/completions", json={"prompt": "x"}, headers={})
+        assert refused.status_code == 401
         assert [e.data["route"] for e in session.events] == [
             "/openai/deployments/gpt35/chat/completions",
             "/v1/completions",
@@ -320,21 +326,17 @@ def test_the_tool_gateway_reads_a_public_url_from_each_form():
 
 
 def test_a_malformed_model_request_is_a_400_recorded_and_counted_once():
-    with OpenAIServer() as server:
-        model = create_model(server.chat_model())
-        sessions = Sessions()
-        session = sessions.open("q1", "Q?", {"max_model_calls": 5, "max_tool_calls": 5})
-        with ModelGateway(model, sessions, "gpt") as gateway:
-            headers = {"Authorization": f"Bearer {session.token}"}
-            chat = f"{gateway.base_url}/chat/completions"
-            for body in ([], {"messages": "hello"}, {"messages": [], "max_tokens": "9"}):
-                reply = requests.post(chat, json=body, headers=headers, timeout=10)
-                assert reply.status_code == 400, body
-                assert reply.json()["error"]["type"] == "invalid_request_error"
-            deep = b"[" * 100_000 + b"]" * 100_000
-            reply = requests.post(chat, data=deep, headers=headers, timeout=10)
-            assert reply.status_code == 400
-            assert "not a JSON object" in reply.json()["error"]["message"]
+    with _model_gateway("gpt") as (server, session, gateway):
+        headers = {"Authorization": f"Bearer {session.token}"}
+        chat = f"{gateway.base_url}/chat/completions"
+        for body in ([], {"messages": "hello"}, {"messages": [], "max_tokens": "9"}):
+            reply = requests.post(chat, json=body, headers=headers, timeout=10)
+            assert reply.status_code == 400, body
+            assert reply.json()["error"]["type"] == "invalid_request_error"
+        deep = b"[" * 100_000 + b"]" * 100_000
+        reply = requests.post(chat, data=deep, headers=headers, timeout=10)
+        assert reply.status_code == 400
+        assert "not a JSON object" in reply.json()["error"]["message"]
         assert server.state.received == []  # none reached the model
     assert session.model_calls == 4 and len(session.events) == 4
     assert all(e.data["error"].startswith("invalid_request: ") for e in session.events)
