@@ -46,6 +46,7 @@ import atexit
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -117,6 +118,9 @@ class Gateways:
 
         self.sessions = Sessions()
         self.demonstrations = demonstrations
+        # The run job's own directory for its agents' questions (mode 700, removed at
+        # exit): another job's agents do not share it.
+        self.workdir = Path(tempfile.mkdtemp(prefix="helixbench-agents-"))
         self.model = ModelGateway(model, self.sessions, served_name).__enter__()
         self.tools = ToolGateway(executor, self.sessions, reply_cap, demonstrations).__enter__()
         self.mcp = MCPGateway(NCBIFunctions(executor), self.sessions).__enter__()
@@ -125,6 +129,7 @@ class Gateways:
     def close(self) -> None:
         for server in (self.mcp, self.tools, self.model):
             server.__exit__(None, None, None)
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 class Agent:
@@ -397,9 +402,7 @@ def prepare(context) -> Prepared:
                 context.model, executor, context.run["model"], settings.reply_cap, snapshot
             )
     snapshot = _GATEWAYS[key].demonstrations
-    workdir = Path(tempfile.gettempdir()) / "helixbench-agents"
-    workdir.mkdir(parents=True, exist_ok=True)
-    agent = Agent(settings, _GATEWAYS[key], workdir)
+    agent = Agent(settings, _GATEWAYS[key], _GATEWAYS[key].workdir)
     info = {"agent": {"command": list(settings.command), "mode": settings.mode}}
     if spec.get("original"):  # a seed system run unchanged: what ran it, and the override
         built = json.loads(Path(spec["python"]).read_text())
