@@ -17,6 +17,9 @@ INDEX_DIR = "resources/index/{key}"
 INDEX_MARKER = INDEX_DIR + "/index.json"
 LOCAL_MODEL = "resources/models/{weights}"  # a GGUF file converted for fast loading
 ORIGINAL_ENV = "resources/envs/{env}/env.json"  # a seed system's own environment, built
+# The caches every job shares unless the config names others (tools.cache, model_cache).
+TOOL_CACHE = "resources/cache/tools.sqlite"
+MODEL_CACHE = "resources/cache/models.sqlite"
 TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
 
 RUNS_DIR = "results/runs"

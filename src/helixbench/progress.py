@@ -130,11 +130,13 @@ class ShardProgress:
         }
         from tqdm import tqdm  # here: scoring and status import this module, not tqdm
 
+        self.lines = _Lines(stream or sys.stderr, console)
+
         self.bar = tqdm(
             total=total,
             initial=self.counts.done,
             desc=label,
-            file=_Lines(stream or sys.stderr, console),
+            file=self.lines,
             mininterval=INTERVAL_S,
             miniters=1,
             bar_format=BAR_FORMAT,
@@ -164,7 +166,7 @@ class ShardProgress:
         self._write_sidecar()
 
     def close(self, finished: bool) -> None:
-        self.bar.fp.flush_console = True  # the console sees how the shard ended
+        self.lines.flush_console = True  # the console sees how the shard ended
         self.bar.close()  # shows the last state, whatever the interval
         if finished:  # the shard's output holds it all now
             self.sidecar.unlink(missing_ok=True)

@@ -281,7 +281,7 @@ def get_scorer_models_arg():
 
 
 def get_model_cache():
-    return config.get("model_cache", "resources/cache/models.sqlite")
+    return config.get("model_cache", paths.MODEL_CACHE)
 
 
 def get_tools_cache():

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 
+from .. import paths
 from . import commands, jobs
 
 DESCRIPTION = """\
@@ -71,7 +72,7 @@ def _user_commands(sub) -> None:
         "questions done, rate and ETA (reads, never writes)",
     )
     _add_config(p)
-    p.add_argument("--runs", default="results/runs", help="the runs directory (%(default)s)")
+    p.add_argument("--runs", default=paths.RUNS_DIR, help="the runs directory (%(default)s)")
     p.add_argument("--json", action="store_true", help="one JSON object per shard")
     p.set_defaults(func=commands.status)
 
@@ -101,12 +102,12 @@ def _user_commands(sub) -> None:
     p = sub.add_parser("cache", help="what the tool and model response caches hold (read-only)")
     p.add_argument(
         "--tools",
-        default="resources/cache/tools.sqlite",
+        default=paths.TOOL_CACHE,
         help="the tool reply cache (%(default)s)",
     )
     p.add_argument(
         "--models",
-        default="resources/cache/models.sqlite",
+        default=paths.MODEL_CACHE,
         help="the model response cache (%(default)s)",
     )
     p.add_argument(

@@ -14,10 +14,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ..plan import Plan
-from ..stats import bootstrap_macro, paired_test
+from ..stats import bootstrap_macro
 from .leaderboard import GENESETS
 from .protocols import metric_of
-from .records import ScoreIndex, macro_weights, paired_by_task
+from .records import ScoreIndex, macro_paired_test, paired_by_task
 from .scores import ROUND
 
 BASELINE_KINDS = {"no-tools", "closed-book"}
@@ -72,21 +72,12 @@ def headline_table(
             paired = paired_by_task(index, a, b, tasks, metric_of(benchmark))
             if not paired:
                 continue
-            diffs = {
-                t: [of_a[q] - of_b[q] for q in shared] for t, (of_a, of_b, shared) in paired.items()
-            }
-            interval = bootstrap_macro(diffs)
-            score_a = {q: of_a[q] for of_a, _, shared in paired.values() for q in shared}
-            score_b = {q: of_b[q] for _, of_b, shared in paired.values() for q in shared}
-            test = paired_test(score_a, score_b, weights=macro_weights(paired))
-            macro_a, macro_b = (
-                sum(sum(scores[q] for q in shared) / len(shared) for scores, shared in per)
-                / len(paired)
-                for per in (
-                    [(of_a, shared) for of_a, _, shared in paired.values()],
-                    [(of_b, shared) for _, of_b, shared in paired.values()],
-                )
-            )
+            diffs = {t: [a_[q] - b_[q] for q in sh] for t, (a_, b_, sh) in paired.items()}
+            interval = bootstrap_macro(diffs)  # the macro difference and its interval
+            test = macro_paired_test(paired)
+            macro_a = sum(sum(a_[q] for q in sh) / len(sh) for a_, _, sh in paired.values())
+            macro_b = sum(sum(b_[q] for q in sh) / len(sh) for _, b_, sh in paired.values())
+            macro_a, macro_b = macro_a / len(paired), macro_b / len(paired)
             rows.append(
                 {
                     "benchmark": benchmark,

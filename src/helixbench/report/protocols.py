@@ -23,9 +23,9 @@ import pandas as pd
 from ..datasets.overlap import NEWER
 from ..methods.originals import ORIGINALS
 from ..plan import Plan, RunTask
-from ..stats import holm, paired_test
+from ..stats import holm
 from .leaderboard import GENESETS
-from .records import ScoreIndex, macro_weights, paired_by_task
+from .records import ScoreIndex, macro_paired_test, paired_by_task
 from .scores import ROUND
 
 # The method kinds compared, by the protocol each uses for tools or documents.
@@ -157,9 +157,7 @@ def protocol_tests(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
                 paired = paired_by_task(scores, a.label, b.label, tasks, metric_of(benchmark))
                 if not paired:
                     continue
-                score_a = {q: of_a[q] for of_a, _, shared in paired.values() for q in shared}
-                score_b = {q: of_b[q] for _, of_b, shared in paired.values() for q in shared}
-                test = paired_test(score_a, score_b, weights=macro_weights(paired))
+                test = macro_paired_test(paired)
                 rows.append(
                     {
                         "model": model,

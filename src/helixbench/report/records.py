@@ -7,6 +7,7 @@ import pandas as pd
 from ..datasets.jsonfiles import read_jsonl
 from ..plan import Plan, RunTask, run_label
 from ..scoring import scorers_for
+from ..stats import PairedTest, paired_test
 from ..transcripts import read_records
 
 
@@ -66,10 +67,16 @@ def paired_by_task(
     return paired
 
 
-def macro_weights(paired: dict) -> dict[str, float]:
-    """Question -> 1 / (tasks x its task's shared questions): weighted so, a mean over
-    questions is the macro score (each task counts once)."""
-    return {q: 1 / (len(paired) * len(shared)) for _, _, shared in paired.values() for q in shared}
+def macro_paired_test(paired: dict) -> PairedTest:
+    """The sign-flip test of two runs' macro scores over the questions both answered
+    (``paired`` from :func:`paired_by_task`): each question weighted 1 / (tasks x its
+    task's shared questions), so that each task counts once."""
+    score_a, score_b, weights = {}, {}, {}
+    for of_a, of_b, shared in paired.values():
+        for q in shared:
+            score_a[q], score_b[q] = of_a[q], of_b[q]
+            weights[q] = 1 / (len(paired) * len(shared))
+    return paired_test(score_a, score_b, weights=weights)
 
 
 def load_records(plan: Plan) -> dict[RunTask, list[dict]]:

@@ -14,12 +14,10 @@ import sqlite3
 from dataclasses import fields
 from pathlib import Path
 
+from .. import paths
 from ..tools import tool_settings
 from ..tools.cache import CachedReply, reply_to_json
 from ..tools.urls import canonical_url
-
-DEFAULT_CACHE = "resources/cache/tools.sqlite"
-
 
 # Where a tool event's reply came from when not the tool cache: a replayed run's own
 # recording, the run's demonstration snapshot, a recorded enrichment (pinned files).
@@ -44,7 +42,7 @@ def used_keys(records: dict) -> list[str]:
 def export_tool_replies(records: dict, out: Path, cache: Path | None = None) -> int:
     """Write the cached replies the records used to ``out``, one JSON line each, in
     key order; returns how many. The cache is read, never written."""
-    cache = Path(cache or tool_settings("offline").get("cache") or DEFAULT_CACHE)
+    cache = Path(cache or tool_settings("offline").get("cache") or paths.TOOL_CACHE)
     keys = used_keys(records)
     lines = []
     if keys and cache.is_file():

@@ -34,7 +34,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import requests
 
-from .. import __version__, secrets
+from .. import __version__, paths, secrets
 from ..digests import sha256_json
 from ..store import KeyedLocks
 from . import ToolRequest, ToolResult
@@ -69,7 +69,7 @@ class ToolSettings:
     """``tools`` in config, flattened; see docs/reference/config.md for each key."""
 
     mode: str = "offline"
-    cache: str = "resources/cache/tools.sqlite"
+    cache: str = paths.TOOL_CACHE
     budgets: str = "resources/cache/budgets"
     allowed_hosts: tuple[str, ...] = NCBI_HOSTS
     routes: dict = field(default_factory=dict)  # public URL prefix -> where it is served
