@@ -164,16 +164,22 @@ def test_an_agent_that_misbehaves_is_a_recorded_error_and_the_shard_goes_on(
         assert seen in records[0]["events"][-1]["data"]["stderr_tail"]
 
 
-def test_a_foreign_host_is_refused_recorded_and_nothing_leaves(seeded, tmp_path, monkeypatch):
+@pytest.mark.parametrize("sandbox", ["isolated", "cooperative"])
+def test_a_foreign_host_is_refused_recorded_and_nothing_leaves(
+    seeded, tmp_path, monkeypatch, sandbox
+):
+    """In the sandbox the foreign name does not resolve and the socket is refused; in
+    the cooperative fallback the sitecustomize refuses both; either way both are the
+    question's events. A cooperative run is marked unsandboxed where its scores show."""
     with NCBIServer() as canary, OpenAIServer() as server:
-        monkeypatch.setenv("TEST_AGENT_CANARY", str(canary.port))
-        records, _ = _agent_run(
+        records, plan = _agent_run(
             server,
             seeded,
             tmp_path,
             monkeypatch,
             sample=1,
             env={"TEST_AGENT_MODE": "foreign", "TEST_AGENT_CANARY": str(canary.port)},
+            sandbox=sandbox,
         )
         assert canary.state.received == []
     (record,) = records
@@ -181,6 +187,11 @@ def test_a_foreign_host_is_refused_recorded_and_nothing_leaves(seeded, tmp_path,
     assert any("example.org" in r["url"] and "allowlist" in r["error"] for r in refused)
     assert any(r["url"] == f"socket:127.0.0.1:{canary.port}" for r in refused)
     assert record["error"] is None  # the agent went on and answered
+    (task,) = plan.tasks
+    (row,) = agent_table(plan, {task: records}).to_dict("records")
+    assert row["sandbox"] == sandbox and row["refused"] >= 1
+    assert task.label.endswith("[unsandboxed]") == (sandbox == "cooperative")
+    assert row["unresolved"] == (1 if sandbox == "isolated" else 0)
 
 
 def test_a_long_lived_agent_killed_mid_shard_resumes(seeded, tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import paths
+from . import plan as plan_module
 from .datasets.fetch import available
 from .datasets.published import SourceError, claimed_files, resolve_source, task_file
 from .datasets.questions import GENESET_FILES, is_sample, slugify, tasks_of
@@ -150,6 +151,12 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
         model: {b: f for b, f in claimed_files(source).items() if available(f.url, mirror)}
         for model, source in sources.items()
     }
+    plan_module.UNSANDBOXED.clear()  # the labels this plan's report prints mark them
+    plan_module.UNSANDBOXED.update(
+        t.method
+        for t in tasks
+        if t.method_spec.get("kind") == "agent" and t.method_spec.get("sandbox") == "cooperative"
+    )
     return Plan(
         tasks,
         notes,

@@ -20,10 +20,16 @@ from .models import SERVING_SETTINGS, Backend, backend
 from .paths import upstream_path
 from .retrieval import corpus_files
 
+# The agent methods of the plan last built that run without a sandbox (`sandbox:
+# cooperative`): every label of their runs says so, wherever their scores appear.
+UNSANDBOXED: set[str] = set()
+UNSANDBOXED_MARK = " [unsandboxed]"
+
 
 def run_label(model: str, method: str) -> str:
-    """How a run is named to a reader: ``model / method``."""
-    return f"{model} / {method}"
+    """How a run is named to a reader: ``model / method`` (marked where the method's
+    agent ran without a sandbox)."""
+    return f"{model} / {method}{UNSANDBOXED_MARK if method in UNSANDBOXED else ''}"
 
 
 @dataclass(frozen=True)

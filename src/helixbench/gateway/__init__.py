@@ -7,10 +7,13 @@ model through the response cache, the cost ledger, the retries and the request
 limit; and a **tool gateway** (:mod:`.tool_api`: NCBI E-utils and BLAST, g:Profiler,
 Enrichr, PubTator under their own paths, and NCBI's functions over MCP,
 :mod:`.mcp_tools`) whose every request goes through the tool executor (allowlist,
-shared budgets, cache, modes, the seeded 2023 replies). A Python agent that
-hard-codes the public hosts reaches the tool gateway without an edit: the
-``sitecustomize`` in ``agent_site/`` (first on the agent's ``PYTHONPATH``) sends
-``urllib``'s and ``requests``' calls to the gateway and refuses any other socket.
+shared budgets, cache, modes, the seeded 2023 replies). An agent that hard-codes
+the public hosts reaches the tool gateway without an edit: in its sandbox
+(:mod:`.sandbox`) those hosts resolve to a front that passes its requests to the
+gateway, and nothing else is reachable. Without a sandbox (``sandbox:
+cooperative``) the ``sitecustomize`` in ``agent_site/`` (first on the agent's
+``PYTHONPATH``) sends ``urllib``'s and ``requests``' calls to the gateway and
+refuses any other socket.
 
 Each question gets a :class:`Session`, named by a token the agent is given as its
 API key (and, for tools, in a header the ``sitecustomize`` adds or a ``/s/<token>/``

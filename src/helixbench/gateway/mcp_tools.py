@@ -21,11 +21,17 @@ _TOKEN: contextvars.ContextVar[str | None] = contextvars.ContextVar("session", d
 class MCPGateway:
     """The MCP server of one run job, on 127.0.0.1 (uvicorn in a thread)."""
 
-    def __init__(self, functions, sessions: Sessions):
+    def __init__(self, functions, sessions: Sessions, unix_path=None):
+        # unix_path: the same server on a Unix socket too (an agent's sandbox's door)
         self.functions, self.sessions = functions, sessions
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
+        self._sockets = [self._socket]
+        if unix_path is not None:
+            unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            unix.bind(str(unix_path))
+            self._sockets.append(unix)
         self.port = self._socket.getsockname()[1]
         self.base = f"http://127.0.0.1:{self.port}"
         self._server = None
@@ -40,7 +46,7 @@ class MCPGateway:
         config = uvicorn.Config(_with_session(self._app()), log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
+            target=self._server.run, kwargs={"sockets": self._sockets}, daemon=True
         )
         self._thread.start()
         deadline = time.monotonic() + 30
@@ -52,7 +58,8 @@ class MCPGateway:
         if self._server is not None:
             self._server.should_exit = True
             self._thread.join(timeout=10)
-        self._socket.close()
+        for each in self._sockets:
+            each.close()
 
     def _app(self):
         from mcp.server.mcpserver import MCPServer

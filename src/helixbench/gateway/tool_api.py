@@ -12,6 +12,10 @@ A request names its public URL one of three ways:
 - either, after ``/s/<token>`` (an agent that cannot send headers).
 
 The session is the token of the ``X-Helixbench-Session`` header or the path prefix.
+Inside an agent's sandbox (:mod:`.sandbox`) requests come another way: to the
+public host itself, which resolves there to a front that passes the stream to this
+gateway's front socket after one line naming the question's token
+(:class:`FrontHandler`); the URL is then ``https://<Host header><path>``.
 GET and POST (JSON or form bodies, as g:Profiler and Enrichr take them) are served;
 the reply is the service's status and body, or, for a refused or failed call, a
 status that says so (403 refused, 502 failed) with the executor's message.
@@ -41,7 +45,10 @@ PUBLIC_PATHS = {
     "/Enrichr/": "maayanlab.cloud",
     "/research/pubtator3-api/": "www.ncbi.nlm.nih.gov",
 }
-REFUSED_PATH = "/_refused"  # the sitecustomize's report of a socket it did not open
+# What an agent tried and could not do, reported by the sitecustomize (a socket it did
+# not open) or the sandbox (a refused connection or datagram, a foreign name).
+REFUSED_PATH = "/_refused"
+FRONT_PREAMBLE = b"HELIXBENCH "  # the sandbox front's first line: HELIXBENCH <token>
 
 
 class ToolGateway(LoopbackServer):
@@ -112,15 +119,17 @@ class _Handler(QuietHandler):
         raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self._serve(raw)
 
+    def _target(self) -> tuple[str | None, str | None]:
+        """(token, public URL) of the request."""
+        return public_url(self.path)
+
     def _serve(self, raw: bytes | None) -> None:
-        token, url = public_url(self.path)
+        token, url = self._target()
         session = self.state["sessions"].find(token or bearer_token(self.headers))
         if session is None:
             return self._reply(401, b"helixbench tool gateway: unknown or missing session")
         if urlsplit(self.path).path == REFUSED_PATH:
-            query = dict(parse_qsl(urlsplit(self.path).query))
-            where = f"{query.get('host', '?')}:{query.get('port', '?')}"
-            self._record(session, None, f"socket:{where}", f"refused: a connection to {where}")
+            self._record_refusal(session, dict(parse_qsl(urlsplit(self.path).query)))
             return self._reply(204, b"")
         if url is None:
             where = urlsplit(self.path).path.replace(session.token, "<token>")[:200]
@@ -168,9 +177,24 @@ class _Handler(QuietHandler):
             self._record(session, None, f"request:{shown}", f"refused: HTTP {code} {message}")
         super().send_error(code, message, explain)
 
-    def _record(self, session, index, url: str, error: str) -> None:
+    def _record_refusal(self, session, query: dict) -> None:
+        count = max(1, int(query["count"])) if query.get("count", "").isdigit() else 1
+        if "name" in query:  # a lookup of a name that is not an allowlisted host
+            name = query["name"][:253]
+            error = f"refused: {name} does not resolve (only the allowlisted hosts do)"
+            return self._record(session, None, f"dns:{name}", error, "unresolved", count)
+        where = f"{query.get('host', '?')}:{query.get('port', '?')}"[:300]
+        proto = query.get("proto", "tcp")[:3]
+        what = "datagram" if proto == "udp" else "connection"
+        error = f"refused: {count} {what}{'s' if count > 1 else ''} to {where}"
+        kind = "udp" if proto == "udp" else "socket"
+        self._record(session, None, f"{kind}:{where}", error, count=count)
+
+    def _record(self, session, index, url: str, error: str, route="refused", count=1) -> None:
         data = {"url": url, "method": self.command, "status": None, "bytes": 0, "cache": None}
-        data |= {"error": error, "rendered": f"Error: {error}", "route": "refused"}
+        data |= {"error": error, "rendered": f"Error: {error}", "route": route}
+        if count > 1:
+            data["count"] = count
         session.record("tool", index if index is not None else 0, data, time.perf_counter())
 
     def _reply(self, status: int, data: bytes) -> None:
@@ -185,6 +209,40 @@ class _Handler(QuietHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+class FrontHandler(_Handler):
+    """The tool gateway's front socket: what an agent in a sandbox sends to a public
+    host, after the sandbox's line naming the question's token."""
+
+    def handle(self) -> None:
+        first = self.rfile.readline(512)
+        if not first.startswith(FRONT_PREAMBLE):
+            return
+        self.front_token = first[len(FRONT_PREAMBLE) :].strip().decode("ascii", "replace")
+        super().handle()
+
+    def _target(self) -> tuple[str | None, str | None]:
+        host = (self.headers.get("Host") or "").strip().lower()
+        target = self.path
+        if target.startswith(("http://", "https://")):  # an absolute form (a proxy's)
+            parts = urlsplit(target)
+            host, target = parts.netloc, parts.path + (f"?{parts.query}" if parts.query else "")
+        if not host:
+            return self.front_token, None
+        if not target.startswith("/"):
+            target = "/" + target
+        # Port 443 or 80 inside: the URL the agent asked for is the public https one.
+        host = host.removesuffix(":443").removesuffix(":80")
+        return self.front_token, f"https://{host}{target}"
+
+    def send_error(self, code: int, message: str | None = None, explain=None) -> None:
+        session = self.state["sessions"].find(getattr(self, "front_token", None))
+        if session is not None:
+            line = getattr(self, "raw_requestline", b"")[:4096].decode("latin-1", "replace")
+            shown = " ".join(line.split())[:200]
+            self._record(session, None, f"request:{shown}", f"refused: HTTP {code} {message}")
+        QuietHandler.send_error(self, code, message, explain)
 
 
 def _body(raw: bytes | None, content_type: str) -> tuple[dict | None, str]:

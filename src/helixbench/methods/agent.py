@@ -18,10 +18,13 @@ The agent's environment holds only what it needs: ``PATH``, ``HOME``, the locale
 its own ``env`` settings, and the gateways': ``OPENAI_BASE_URL`` and
 ``OPENAI_API_BASE`` (openai<1), ``AZURE_OPENAI_ENDPOINT``, ``OPENAI_API_KEY`` /
 ``AZURE_OPENAI_API_KEY`` (the question's session token: no real key reaches it),
-``HELIXBENCH_TOOLS_URL`` (the tool gateway, for agents that take a base URL),
-``HELIXBENCH_MCP_URL``, and the ``sitecustomize`` that sends a Python agent's
-hard-coded NCBI (and GeneAgent services') requests to the tool gateway and refuses
-every other host. A timeout (``timeout_s``), a crash, a non-zero exit or output
+``HELIXBENCH_TOOLS_URL`` (the tool gateway, for agents that take a base URL) and
+``HELIXBENCH_MCP_URL``. It runs in a sandbox of its own (``sandbox: isolated``, the
+default: :mod:`helixbench.gateway.sandbox`), where NCBI's public hosts answer
+through the tool gateway and nothing else is reachable; with ``sandbox:
+cooperative`` it runs without one and the ``sitecustomize`` sends a Python agent's
+hard-coded NCBI requests to the tool gateway (its runs are marked unsandboxed).
+A timeout (``timeout_s``), a crash, a non-zero exit or output
 that holds no answer is the question's recorded error (``agent_timeout``,
 ``agent_error``, ``agent_no_answer``) with the tail of its stderr, secrets
 redacted; ``max_model_calls`` and ``max_tool_calls`` cap a question's calls.
@@ -58,7 +61,7 @@ from pathlib import Path
 
 from .. import secrets
 from ..datasets.snapshots import Snapshot
-from ..gateway import Sessions
+from ..gateway import Sessions, sandbox
 from ..paths import UPSTREAM_DIR
 from ..transcripts import Event, QuestionResult
 from . import Prepared
@@ -83,6 +86,7 @@ class AgentSettings:
     max_tool_calls: int = 200
     reply_cap: int | None = None  # bytes of a tool reply the agent keeps (None: all)
     env: tuple[tuple[str, str], ...] = ()
+    sandbox: str = "isolated"  # or "cooperative": no namespaces, the sitecustomize only
 
     @classmethod
     def from_spec(cls, spec: dict) -> AgentSettings:
@@ -102,7 +106,12 @@ class AgentSettings:
             max_tool_calls=int(spec.get("max_tool_calls", 200)),
             reply_cap=spec.get("reply_cap"),
             env=tuple(sorted((spec.get("env") or {}).items())),
+            sandbox=spec.get("sandbox", "isolated"),
         )
+
+    @property
+    def isolated(self) -> bool:
+        return self.sandbox != "cooperative"
 
 
 class Gateways:
@@ -113,7 +122,7 @@ class Gateways:
     ):
         from ..gateway.mcp_tools import MCPGateway
         from ..gateway.model_api import ModelGateway
-        from ..gateway.tool_api import ToolGateway
+        from ..gateway.tool_api import FrontHandler, ToolGateway
         from ..tools.functions import NCBIFunctions
 
         self.sessions = Sessions()
@@ -121,9 +130,18 @@ class Gateways:
         # The run job's own directory for its agents' questions (mode 700, removed at
         # exit): another job's agents do not share it.
         self.workdir = Path(tempfile.mkdtemp(prefix="helixbench-agents-"))
+        doors = self.workdir / ".doors"  # the gateways' Unix sockets, for the sandboxes
+        doors.mkdir(mode=0o700)
         self.model = ModelGateway(model, self.sessions, served_name).__enter__()
+        self.model.serve_unix(doors / "model.sock")
         self.tools = ToolGateway(executor, self.sessions, reply_cap, demonstrations).__enter__()
-        self.mcp = MCPGateway(NCBIFunctions(executor), self.sessions).__enter__()
+        self.tools.serve_unix(doors / "tool.sock")
+        self.tools.serve_unix(doors / "tool-front.sock", FrontHandler)
+        self.mcp = MCPGateway(NCBIFunctions(executor), self.sessions, doors / "mcp.sock")
+        self.mcp.__enter__()
+        ports = {self.model.port: "model.sock", self.tools.port: "tool.sock"}
+        ports[self.mcp.port] = "mcp.sock"
+        self.sandbox = sandbox.Sandbox(self.workdir, doors, executor.settings.allowed_hosts, ports)
         atexit.register(self.close)
 
     def close(self) -> None:
@@ -210,8 +228,9 @@ class Agent:
     def _ask_long_lived(self, question_id: str, question: str, caps: dict):
         if self._process is None or self._process[0].poll() is not None:
             session = self.gateways.sessions.open(question_id, question, caps)
-            values = self._values(session.token, question_id, "", "", self.workdir)
-            process = self._start(values, self.workdir, text=True)
+            own = Path(tempfile.mkdtemp(dir=self.workdir, prefix="agent-"))
+            values = self._values(session.token, question_id, "", "", own)
+            process = self._start(values, own, text=True)
             lines: queue.Queue = queue.Queue()
             errors: list[str] = []
             threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
@@ -253,12 +272,20 @@ class Agent:
     # -- what the agent is given -----------------------------------------------------------
 
     def _start(self, values: dict, cwd: Path, text: bool = False) -> subprocess.Popen:
+        argv = [a.format(**values) for a in self.settings.command]
+        env = self._env(values)
+        if self.settings.isolated:  # its own namespaces: the gateways are the only way out
+            box = self.gateways.sandbox
+            named = [self.settings.python, *argv, *(env[k] for k, _ in self.settings.env)]
+            visible = _named_paths(named, cwd)
+            argv = box.command(argv, env, cwd, values["token"], visible)
+            env = box.launcher_env()
         return subprocess.Popen(
-            [a.format(**values) for a in self.settings.command],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=self._env(values),
+            env=env,
             cwd=cwd,
             text=text,
             start_new_session=True,  # a timeout kills the agent's children too
@@ -282,7 +309,6 @@ class Agent:
     def _env(self, values: dict) -> dict:
         env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
         model = values["model_url"]
-        gateways = [self.gateways.model.base, self.gateways.tools.base, self.gateways.mcp.base]
         env |= {
             "OPENAI_BASE_URL": model,
             "OPENAI_API_BASE": model,  # openai<1
@@ -292,14 +318,36 @@ class Agent:
             "HELIXBENCH_TOOLS_URL": values["tool_url"],
             "HELIXBENCH_MCP_URL": values["mcp_url"],
             "HELIXBENCH_QUESTION_ID": values["question_id"],
-            "HELIXBENCH_GATEWAY_TOOLS": self.gateways.tools.base,
-            "HELIXBENCH_GATEWAY_TOKEN": values["token"],
-            "HELIXBENCH_GATEWAY_URLS": " ".join(gateways),
-            "PYTHONPATH": str(AGENT_SITE),
             "PYTHONUNBUFFERED": "1",
         }
+        if self.settings.isolated:
+            # The public hosts answer inside with a certificate of the run's own CA.
+            env |= self.gateways.sandbox.ca_env() | {"TMPDIR": "/tmp"}
+        else:  # cooperative: the sitecustomize routes a Python agent's requests
+            gateways = [self.gateways.model.base, self.gateways.tools.base, self.gateways.mcp.base]
+            env |= {
+                "HELIXBENCH_GATEWAY_TOOLS": self.gateways.tools.base,
+                "HELIXBENCH_GATEWAY_TOKEN": values["token"],
+                "HELIXBENCH_GATEWAY_URLS": " ".join(gateways),
+                "PYTHONPATH": str(AGENT_SITE),
+            }
         env |= {k: str(v).format(**values) for k, v in self.settings.env}
         return env
+
+
+def _named_paths(values, own: Path) -> list[str]:
+    """The existing absolute paths among ``values`` (an interpreter's whole venv), but
+    those in the question's own folder: what the agent may read in a sandbox."""
+    found = []
+    for value in values:
+        for part in str(value).split(os.pathsep):
+            path = Path(part)
+            if not path.is_absolute() or not path.exists() or path.is_relative_to(own):
+                continue
+            if path.parent.name == "bin" and (path.parent.parent / "pyvenv.cfg").exists():
+                path = path.parent.parent  # a venv's python: the venv
+            found.append(str(path))
+    return found
 
 
 def environment_python(marker: str) -> str:
@@ -403,7 +451,15 @@ def prepare(context) -> Prepared:
             )
     snapshot = _GATEWAYS[key].demonstrations
     agent = Agent(settings, _GATEWAYS[key], _GATEWAYS[key].workdir)
-    info = {"agent": {"command": list(settings.command), "mode": settings.mode}}
+    if settings.isolated:
+        sandbox.require()  # the cause and the fix, before any question runs
+    info = {
+        "agent": {
+            "command": list(settings.command),
+            "mode": settings.mode,
+            "sandbox": settings.sandbox,
+        }
+    }
     if spec.get("original"):  # a seed system run unchanged: what ran it, and the override
         built = json.loads(Path(spec["python"]).read_text())
         info["agent"] |= {

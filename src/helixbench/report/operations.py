@@ -173,9 +173,11 @@ AGENT_COLUMNS = [
     "agent_no_answer",
     "model_calls",
     "model_hits",  # answered from the response cache (the GeneGPT cross-check: all)
-    "tool_calls",
+    "sandbox",  # isolated (its own namespaces) or cooperative (marked unsandboxed)
+    "tool_calls",  # served through the tool gateway (the routed ones)
     "tool_hits",
-    "refused",
+    "refused",  # refused requests, connections and datagrams
+    "unresolved",  # lookups of names that are not allowlisted hosts
     "s_per_question",
     "original",  # a seed system run unchanged (methods.originals), else ""
     "sleep_asked_s",  # its fixed sleeps, as written and as slept (sleep_scale)
@@ -195,7 +197,8 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
             (task.model, task.method),
             {c: 0 for c in AGENT_COLUMNS[2:]}
             | {"model": task.model, "method": task.method}
-            | {"original": task.method_spec.get("original") or ""},
+            | {"original": task.method_spec.get("original") or ""}
+            | {"sandbox": task.method_spec.get("sandbox", "isolated")},
         )
         routes = row["routes"] if isinstance(row["routes"], dict) else {}
         for record in records[task]:
@@ -209,9 +212,14 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
                     row["model_calls"] += 1
                     row["model_hits"] += data.get("cache") == "hit"
                 elif event["type"] == "tool":
-                    row["tool_calls"] += 1
-                    row["tool_hits"] += data.get("cache") == "hit"
-                    row["refused"] += (data.get("error") or "").startswith("refused")
+                    route, count = data.get("route"), data.get("count") or 1
+                    if route == "unresolved":
+                        row["unresolved"] += count
+                    elif (data.get("error") or "").startswith("refused"):
+                        row["refused"] += count
+                    else:
+                        row["tool_calls"] += 1
+                        row["tool_hits"] += data.get("cache") == "hit"
                 elif event["type"] == "agent":
                     row["s_per_question"] += data.get("seconds") or 0.0
                     sleep = (data.get("runner") or {}).get("sleep") or {}

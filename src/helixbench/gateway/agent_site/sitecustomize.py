@@ -1,5 +1,7 @@
-"""Run first in a Python agent benchmarked by helixbench (this directory leads its
-PYTHONPATH): the agent's web requests go to helixbench's tool gateway, unchanged code.
+"""Run first in a Python agent benchmarked by helixbench without a sandbox (``sandbox:
+cooperative``; this directory leads its PYTHONPATH): the agent's web requests go to
+helixbench's tool gateway, unchanged code. It holds only what cooperates: other
+languages and clients are held by the sandbox alone.
 
 - ``urllib.request`` and ``requests``: a request for ``http(s)://<host>/<path>`` is
   sent to ``<gateway>/<host>/<path>`` with the session's header; the gateway serves

@@ -1,0 +1,222 @@
+"""The sandbox an agent runs in: a boundary built from what Linux gives an
+unprivileged user, with the gateways as its only doors.
+
+Each agent process gets its own user, network, PID and mount namespaces
+(``unshare`` from util-linux: on every Linux that has namespaces at all, where
+bubblewrap is often missing and cannot do the network part alone), and a first
+process of helixbench's own inside them (:mod:`.inside`) that makes loopback the
+only network, serves the doors, hides the host's sockets and temporary files, makes
+every file system read-only but the question's own folder, and starts the agent
+with no capabilities (``setpriv``). Outside, the gateways listen on Unix sockets in
+the run job's agents folder, which the doors inside reach and the agent cannot see.
+
+Needs ``unshare``, ``setpriv`` (util-linux), ``ip`` (iproute2) and ``nft``
+(nftables), and a kernel that lets an unprivileged user create a user namespace:
+:func:`unavailable` says what is missing and how to get it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from . import inside
+
+INSIDE = Path(inside.__file__)
+NAMESPACES = ("--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child")
+NAMESPACES += ("--mount", "--mount-proc")
+DROP_PRIVILEGES = (
+    "setpriv",
+    "--inh-caps=-all",
+    "--ambient-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
+)
+PROGRAMS = {
+    "unshare": "util-linux",
+    "setpriv": "util-linux",
+    "ip": "iproute2",
+    "nft": "nftables",
+}
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+COOPERATIVE = "set `sandbox: cooperative` on the method to run it without one (marked unsandboxed)"
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot build an agent's sandbox; the message says why and the fix."""
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why agents cannot be sandboxed here (the cause and the fix), or None."""
+    path = f"{os.environ.get('PATH', '')}:{SYSTEM_PATH}"
+    missing = [p for p in PROGRAMS if shutil.which(p, path=path) is None]
+    if missing:
+        packages = " ".join(sorted({PROGRAMS[p] for p in missing}))
+        return (
+            f"the agent sandbox needs {', '.join(missing)}: install {packages} "
+            f"(Debian/Ubuntu: apt-get install {packages}), or {COOPERATIVE}"
+        )
+    probe = subprocess.run(
+        ["unshare", *NAMESPACES, "--", "nft", "list", "ruleset"],
+        capture_output=True,
+        text=True,
+        env={"PATH": path},
+    )
+    if probe.returncode == 0:
+        return None
+    said = probe.stderr.strip().splitlines()[-1:] or ["no message"]
+    return f"the agent sandbox cannot start ({said[0]}): {_cause()}; or {COOPERATIVE}"
+
+
+def _cause() -> str:
+    if _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        return (
+            "Ubuntu restricts unprivileged user namespaces (AppArmor); allow them with "
+            "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor "
+            "profile that grants `userns` to unshare"
+        )
+    if _read("/proc/sys/user/max_user_namespaces") == "0":
+        return "user namespaces are off: `sudo sysctl user.max_user_namespaces=15000`"
+    if _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        return "user namespaces are off: `sudo sysctl kernel.unprivileged_userns_clone=1`"
+    if os.path.exists("/.dockerenv") or "docker" in (_read("/proc/1/cgroup") or ""):
+        return (
+            "Docker's default seccomp profile forbids namespaces; run the container with "
+            "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined` "
+            "(or --privileged)"
+        )
+    return "this kernel or its security policy refuses a user namespace"
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def require() -> None:
+    problem = unavailable()
+    if problem:
+        raise SandboxUnavailable(problem)
+
+
+class Sandbox:
+    """The sandbox of one run job's agents: its certificate authority, the gateways'
+    Unix sockets (in ``doors``, inside the job's agents folder) and the command that
+    runs an agent inside."""
+
+    def __init__(self, agents_dir: Path, doors: Path, hosts, gateways: dict[int, str]):
+        # gateways: the port each gateway has on 127.0.0.1 -> its socket's name in doors
+        self.agents_dir, self.doors = agents_dir, doors
+        self.hosts = sorted({h.lower() for h in hosts})
+        self.gateways = {str(port): name for port, name in gateways.items()}
+        self.authority = self.doors / "authority.pem"
+        write_certificates(self.doors, self.hosts)
+
+    @property
+    def authority_inside(self) -> str:
+        """The path of the run's CA certificate as the agent sees it."""
+        return str(Path(inside.own_dir()) / "ca.pem")
+
+    def ca_env(self) -> dict[str, str]:
+        """The variables common clients read for their trusted certificates."""
+        ca = self.authority_inside
+        names = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+        return {name: ca for name in (*names, "GIT_SSL_CAINFO", "AWS_CA_BUNDLE")}
+
+    def command(self, argv, env: dict, question_dir: Path, token: str, visible) -> list[str]:
+        """The command line that runs ``argv`` in a sandbox of its own: ``env`` its
+        whole environment, ``question_dir`` its writable folder (and working
+        directory), ``visible`` the paths it may read that would be hidden."""
+        spec = {
+            "sockets": str(self.doors),
+            "certificate": str(self.doors / "front.pem"),
+            "key": str(self.doors / "front.key"),
+            "authority": str(self.authority),
+            "hosts": self.hosts,
+            "gateways": self.gateways,
+            "question_dir": str(question_dir),
+            "agents_dir": str(self.agents_dir),
+            "visible": sorted({str(p) for p in visible}),
+            "token": token,
+            "drop_privileges": list(DROP_PRIVILEGES),
+            "argv": list(argv),
+            "env": env,
+            "cwd": str(question_dir),
+        }
+        return ["unshare", *NAMESPACES, "--", sys.executable, "-I", str(INSIDE), json.dumps(spec)]
+
+    @staticmethod
+    def launcher_env() -> dict[str, str]:
+        """The environment of ``unshare`` and the first process: a PATH, nothing else."""
+        return {"PATH": f"{os.environ.get('PATH', '')}:{SYSTEM_PATH}"}
+
+
+def write_certificates(folder: Path, hosts: list[str]) -> None:
+    """A certificate authority made for this run (its key never written) and the
+    front's certificate for ``hosts``, signed by it: ``authority.pem``, ``front.pem``,
+    ``front.key`` in ``folder``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    valid = (now - datetime.timedelta(days=1), now + datetime.timedelta(days=30))
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "helixbench agent sandbox CA")])
+    authority = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_signs_certificates(x509), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    front = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    (folder / "authority.pem").write_bytes(authority.public_bytes(pem))
+    (folder / "front.pem").write_bytes(front.public_bytes(pem))
+    key_file = folder / "front.key"
+    key_file.touch(mode=0o600)
+    key_file.write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+
+
+def _signs_certificates(x509):
+    flags = dict.fromkeys(
+        ("digital_signature", "content_commitment", "key_encipherment", "data_encipherment"),
+        False,
+    )
+    flags |= {"key_agreement": False, "encipher_only": False, "decipher_only": False}
+    return x509.KeyUsage(**flags, key_cert_sign=True, crl_sign=True)
