@@ -247,6 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     from ..datasets.fetch import FetchError
     from ..datasets.snapshots import SnapshotError
     from ..errors import ConfigError, DataError
+    from ..gateway.sandbox import SandboxUnavailable
     from ..models import ModelError
 
     try:
@@ -257,6 +258,7 @@ def main(argv: list[str] | None = None) -> None:
         SnapshotError,
         ModelError,
         DataError,
+        SandboxUnavailable,
     ) as exc:  # expected: the message says it all
         print(f"error: {secrets.redact(str(exc))}", file=sys.stderr)
         raise SystemExit(1) from None

@@ -183,7 +183,9 @@ class _Handler(QuietHandler):
             name = query["name"][:253]
             error = f"refused: {name} does not resolve (only the allowlisted hosts do)"
             return self._record(session, None, f"dns:{name}", error, "unresolved", count)
-        where = f"{query.get('host', '?')}:{query.get('port', '?')}"[:300]
+        host = query.get("host", "?")
+        host = f"[{host}]" if ":" in host and not host.startswith("[") else host  # IPv6
+        where = f"{host}:{query.get('port', '?')}"[:300]
         proto = query.get("proto", "tcp")[:3]
         what = "datagram" if proto == "udp" else "connection"
         error = f"refused: {count} {what}{'s' if count > 1 else ''} to {where}"

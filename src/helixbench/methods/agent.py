@@ -67,7 +67,8 @@ from ..transcripts import Event, QuestionResult
 from . import Prepared
 from .originals import RUNNERS_DIR
 
-AGENT_SITE = Path(__file__).resolve().parents[1] / "gateway" / "agent_site"
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder helixbench is imported from
+AGENT_SITE = PACKAGE_ROOT / "helixbench" / "gateway" / "agent_site"
 # Environment variables an agent keeps from the job's; no other (no key) reaches it.
 KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "HF_HOME", "HF_HUB_OFFLINE")
 # An answer is a name, a list or a sentence: past this it is the agent's output gone
@@ -277,6 +278,9 @@ class Agent:
         if self.settings.isolated:  # its own namespaces: the gateways are the only way out
             box = self.gateways.sandbox
             named = [self.settings.python, *argv, *(env[k] for k, _ in self.settings.env)]
+            # The project and helixbench's own Python stay readable wherever they are
+            # (a clone under /tmp too): an original's environment links to them.
+            named += [os.getcwd(), sys.prefix, str(PACKAGE_ROOT)]
             visible = _named_paths(named, cwd)
             argv = box.command(argv, env, cwd, values["token"], visible)
             env = box.launcher_env()
@@ -439,6 +443,8 @@ def prepare(context) -> Prepared:
 
     spec = context.run["method_spec"]
     settings = AgentSettings.from_spec(spec)
+    if settings.isolated:
+        sandbox.require()  # the cause and the fix, before any question runs
     snapshot_path = context.task.get("snapshot")  # GeneGPT's main.py: its header's replies
     key = (id(context.model), context.run["model"], context.run["method"], snapshot_path)
     with _GATEWAYS_LOCK:
@@ -451,8 +457,6 @@ def prepare(context) -> Prepared:
             )
     snapshot = _GATEWAYS[key].demonstrations
     agent = Agent(settings, _GATEWAYS[key], _GATEWAYS[key].workdir)
-    if settings.isolated:
-        sandbox.require()  # the cause and the fix, before any question runs
     info = {
         "agent": {
             "command": list(settings.command),

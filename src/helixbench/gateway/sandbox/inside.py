@@ -53,6 +53,9 @@ KEPT_FLAGS = {
 }
 PR_SET_DUMPABLE = 4
 FRESH_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+# The device nodes a program expects; no disk, no other device (a run as root would
+# otherwise keep root's access to them: ownership, not capabilities, decides).
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 SYSTEM_BUNDLES = (
     "/etc/ssl/certs/ca-certificates.crt",
     "/etc/pki/tls/certs/ca-bundle.crt",
@@ -106,23 +109,22 @@ def set_up_network() -> None:
 
 
 def refused_now() -> dict[tuple[str, str, int], int]:
-    """{(protocol, address, port): count} of the refused connections so far."""
+    """{(protocol, address, port): count} of the refused connections so far (one
+    ``nft`` call lists every set)."""
+    out = _run(["nft", "-j", "list", "table", "inet", "helixbench"], check=False)
+    try:
+        sets = [o["set"] for o in json.loads(out)["nftables"] if "set" in o]
+    except (ValueError, KeyError):
+        return {}
     found = {}
-    for name in ("tcp4", "tcp6", "udp4", "udp6"):
-        out = _run(["nft", "-j", "list", "set", "inet", "helixbench", name], check=False)
-        try:
-            sets = [o["set"] for o in json.loads(out)["nftables"] if "set" in o]
-        except (ValueError, KeyError):
-            continue
-        for element in sets[0].get("elem", []) if sets else []:
-            value = element["elem"]["val"]["concat"]
-            address, port = value
+    for each in sets:
+        name = each["name"]
+        for element in each.get("elem", []):
+            address, port = element["elem"]["val"]["concat"]
             if isinstance(address, int):  # the raw payload of an ICMP reply's inner header
-                size = 4 if name.endswith("4") else 16
-                address = socket.inet_ntop(
-                    socket.AF_INET if size == 4 else socket.AF_INET6,
-                    address.to_bytes(size, "big"),
-                )
+                family = socket.AF_INET if name.endswith("4") else socket.AF_INET6
+                size = 4 if family == socket.AF_INET else 16
+                address = socket.inet_ntop(family, address.to_bytes(size, "big"))
             found[(name[:3], address, int(port))] = element["elem"]["counter"]["packets"]
     return found
 
@@ -139,12 +141,13 @@ def set_up_files(spec: dict, authority: bytes) -> None:
     }
     replaced = {os.path.realpath(p): text.encode() for p, text in etc.items()}
     replaced |= {os.path.realpath(p): authority for p in SYSTEM_BUNDLES if os.path.exists(p)}
-    # What stays visible under a hidden folder, opened before it is hidden.
-    shown = [(spec["question_dir"], True)] + [(p, False) for p in spec["visible"]]
-    shown = [(p, os.open(p, os.O_PATH), writable) for p, writable in shown if os.path.exists(p)]
+    # What stays visible under a hidden folder, opened before it is hidden: the
+    # question's own folder, and the paths the method names (the top-most of each).
+    question_fd = os.open(spec["question_dir"], os.O_PATH)
+    shown = [(p, os.open(p, os.O_PATH)) for p in _top_most(spec["visible"])]
+    devices = {n: os.open(f"/dev/{n}", os.O_PATH) for n in DEVICES if os.path.exists(f"/dev/{n}")}
+    fresh_dev(devices)
     hidden = [d for d in FRESH_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    if not any(_under(spec["agents_dir"], d) for d in hidden):
-        hidden.append(spec["agents_dir"])
     for folder in hidden:
         _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
     own = own_dir()
@@ -162,27 +165,57 @@ def set_up_files(spec: dict, authority: bytes) -> None:
             out.write(data)
         _mount(source, target, None, MS_BIND)
         _read_only(target)
-    for path, fd, writable in shown:
-        if not any(_under(path, d) and path != d for d in hidden):
-            continue  # not hidden, or a hidden folder itself (it stays hidden)
-        if os.path.isdir(f"/proc/self/fd/{fd}"):
-            os.makedirs(path, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            open(path, "a").close()
-        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        if not writable:
+    for path, fd in shown:
+        if any(_under(path, d) and path != d for d in hidden):
+            _bind(fd, path)
             _read_only(path)
+    # The run's agents folder: empty but for this question's own (other questions'
+    # folders and the gateways' sockets are there), wherever it is.
+    os.makedirs(spec["agents_dir"], exist_ok=True)
+    _mount("tmpfs", spec["agents_dir"], "tmpfs", MS_NOSUID | MS_NODEV, "mode=700")
+    _bind(question_fd, spec["question_dir"])
     for point in original:  # the host's file systems: read-only, every one
-        if any(_under(point, d) for d in ("/proc", "/sys", "/dev", *hidden)):
+        if any(_under(point, d) for d in ("/proc", "/dev", *hidden)):
             continue
         try:
             _read_only(point)
         except OSError:
             if point == "/":
                 raise
-    if "/run" in hidden:
-        _read_only("/run")
+    for point in ("/run", "/dev", "/proc"):  # their fresh ones, now that they are made
+        if point in hidden or point != "/run":
+            _read_only(point)
+
+
+def fresh_dev(devices: dict[str, int]) -> None:
+    """A ``/dev`` of its own: ``devices`` (opened before) bound back, the usual links."""
+    _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755")
+    for name, fd in devices.items():
+        open(f"/dev/{name}", "a").close()
+        _mount(f"/proc/self/fd/{fd}", f"/dev/{name}", None, MS_BIND)
+    os.mkdir("/dev/shm")
+    for number, name in enumerate(("stdin", "stdout", "stderr")):
+        os.symlink(f"/proc/self/fd/{number}", f"/dev/{name}")
+    os.symlink("/proc/self/fd", "/dev/fd")
+
+
+def _top_most(paths) -> list[str]:
+    """The existing ``paths`` that are not inside another of them."""
+    kept: list[str] = []
+    for path in sorted(p for p in paths if os.path.exists(p)):
+        if not any(_under(path, k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _bind(fd: int, path: str) -> None:
+    """Bind what ``fd`` opened (before its place was hidden) at ``path``."""
+    if os.path.isdir(f"/proc/self/fd/{fd}"):
+        os.makedirs(path, exist_ok=True)
+    elif not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
+    _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
 
 
 def own_dir() -> str:
