@@ -71,6 +71,8 @@ AGENT_COMMANDS = {
     "python-mcp": ["{python}", str(AGENTS / "probe.py"), "mcp"],
     "curl": ["sh", str(AGENTS / "probe.sh")],
     "node": ["node", str(AGENTS / "probe.mjs")],
+    "java": ["java", str(AGENTS / "Probe.java")],
+    "perl": ["perl", str(AGENTS / "probe.pl")],
 }
 
 
@@ -79,8 +81,9 @@ def test_agents_of_any_client_reach_only_the_gateways(tmp_path, monkeypatch):
     executor) and recorded; its canary attempts (connect, UDP,
     subprocess, a re-exec without the environment) reach nothing and are recorded as
     refused, its foreign lookup as unresolved; no process it can see holds a key."""
-    if shutil.which("node") is None:
-        pytest.fail("node is not installed (apt-get install nodejs)")
+    for program in ("node", "java", "perl"):
+        if shutil.which(program) is None:
+            pytest.fail(f"{program} is not installed (Debian: nodejs, default-jdk-headless, perl)")
     with _gateways(tmp_path, monkeypatch) as (gateways, model, canary):
         for name, command in AGENT_COMMANDS.items():
             question_id = f"Q{name.replace('-', '')}"
@@ -96,7 +99,7 @@ def test_agents_of_any_client_reach_only_the_gateways(tmp_path, monkeypatch):
             assert refused and all(t["route"] == "refused" for t in refused), (name, tools)
             if name != "python-mcp" and name != "curl":
                 assert answer.get("connect_ex", 111) != 0 or answer.get("connected") is False
-            if name != "curl":
+            if name not in ("curl", "java", "perl"):  # those look up no foreign name
                 assert any(t["route"] == "unresolved" for t in tools), (name, tools)
                 assert answer.get("resolved") is False, name
             assert REAL_KEY not in result.answer and NCBI_KEY not in result.answer

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import datetime
 import functools
+import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -131,7 +133,11 @@ class Sandbox:
         """The variables common clients read for their trusted certificates."""
         ca = self.authority_inside
         names = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
-        return {name: ca for name in (*names, "GIT_SSL_CAINFO", "AWS_CA_BUNDLE")}
+        java = f"-Djavax.net.ssl.trustStore={ca.removesuffix('.pem')}.jks"
+        java += " -Djavax.net.ssl.trustStorePassword=changeit"
+        return {name: ca for name in (*names, "GIT_SSL_CAINFO", "AWS_CA_BUNDLE")} | {
+            "JAVA_TOOL_OPTIONS": java
+        }
 
     def command(self, argv, env: dict, question_dir: Path, token: str, visible) -> list[str]:
         """The command line that runs ``argv`` in a sandbox of its own: ``env`` its
@@ -142,6 +148,7 @@ class Sandbox:
             "certificate": str(self.doors / "front.pem"),
             "key": str(self.doors / "front.key"),
             "authority": str(self.authority),
+            "java_truststore": str(self.doors / "authority.jks"),
             "hosts": self.hosts,
             "gateways": self.gateways,
             "question_dir": str(question_dir),
@@ -205,12 +212,26 @@ def write_certificates(folder: Path, hosts: list[str]) -> None:
     )
     pem = serialization.Encoding.PEM
     (folder / "authority.pem").write_bytes(authority.public_bytes(pem))
+    der = authority.public_bytes(serialization.Encoding.DER)
+    (folder / "authority.jks").write_bytes(java_truststore(der, int(now.timestamp() * 1000)))
     (folder / "front.pem").write_bytes(front.public_bytes(pem))
     key_file = folder / "front.key"
     key_file.touch(mode=0o600)
     key_file.write_bytes(
         key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
+
+
+def java_truststore(certificate: bytes, millis: int, password: str = "changeit") -> bytes:
+    """A Java KeyStore (JKS) that trusts one DER ``certificate``: Java reads neither
+    PEM bundles nor SSL_CERT_FILE, and a PKCS#12 file needs an attribute only Java's
+    own tools write."""
+    alias = b"helixbench-sandbox"
+    body = struct.pack(">IIIIH", 0xFEEDFEED, 2, 1, 2, len(alias)) + alias
+    body += struct.pack(">QH", millis, 5) + b"X.509" + struct.pack(">I", len(certificate))
+    body += certificate
+    key = password.encode("utf-16-be") + b"Mighty Aphrodite"  # JKS's integrity check
+    return body + hashlib.sha1(key + body).digest()
 
 
 def _signs_certificates(x509):

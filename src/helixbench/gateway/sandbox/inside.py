@@ -53,6 +53,7 @@ KEPT_FLAGS = {
 }
 PR_SET_DUMPABLE = 4
 FRESH_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+JAVA_STORES = ("/etc/ssl/certs/java/cacerts", "/etc/pki/java/cacerts")
 # The device nodes a program expects; no disk, no other device (a run as root would
 # otherwise keep root's access to them: ownership, not capabilities, decides).
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -92,8 +93,9 @@ def main() -> int:
     tls.load_cert_chain(spec["certificate"], spec["key"])
     tls.set_alpn_protocols(["http/1.1"])
     authority = open(spec["authority"], "rb").read()
+    truststore = open(spec["java_truststore"], "rb").read()
     set_up_network()
-    set_up_files(spec, authority)
+    set_up_files(spec, authority, truststore)
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the agent cannot read this process
     return asyncio.run(Doors(spec, tls).run())
 
@@ -132,7 +134,7 @@ def refused_now() -> dict[tuple[str, str, int], int]:
 # -- the files ------------------------------------------------------------------------
 
 
-def set_up_files(spec: dict, authority: bytes) -> None:
+def set_up_files(spec: dict, authority: bytes, truststore: bytes) -> None:
     original = _mount_points()
     etc = {
         "/etc/hosts": hosts_file(spec["hosts"]),
@@ -141,6 +143,7 @@ def set_up_files(spec: dict, authority: bytes) -> None:
     }
     replaced = {os.path.realpath(p): text.encode() for p, text in etc.items()}
     replaced |= {os.path.realpath(p): authority for p in SYSTEM_BUNDLES if os.path.exists(p)}
+    replaced |= {os.path.realpath(p): truststore for p in JAVA_STORES if os.path.exists(p)}
     # What stays visible under a hidden folder, opened before it is hidden: the
     # question's own folder, and the paths the method names (the top-most of each).
     question_fd = os.open(spec["question_dir"], os.O_PATH)
@@ -152,8 +155,9 @@ def set_up_files(spec: dict, authority: bytes) -> None:
         _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
     own = own_dir()
     os.makedirs(own, exist_ok=True)
-    with open(os.path.join(own, "ca.pem"), "wb") as out:
-        out.write(authority)
+    for name, data in (("ca.pem", authority), ("ca.jks", truststore)):
+        with open(os.path.join(own, name), "wb") as out:
+            out.write(data)
     for number, (target, data) in enumerate(sorted(replaced.items())):
         if any(_under(target, d) for d in hidden):  # its real place is hidden: write it there
             os.makedirs(os.path.dirname(target), exist_ok=True)
