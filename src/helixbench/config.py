@@ -231,9 +231,10 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
     label = f"{run['model']} x {run['method']}"
     if kind in GENESET_KINDS and benchmarks - {"genesets"}:
         raise ConfigError(f"{where}: {kind} names gene sets: set benchmarks: [genesets] ({label})")
-    if kind not in (*GENESET_KINDS, *ANY_BENCHMARK_KINDS) and "genesets" in benchmarks:
+    if kind not in (*GENESET_KINDS, *ANY_BENCHMARK_KINDS, "imported") and "genesets" in benchmarks:
         raise ConfigError(
-            f"{where}: benchmark genesets takes closed-book, geneagent, gsea-top1, brad or agent"
+            f"{where}: benchmark genesets takes closed-book, geneagent, gsea-top1, brad, agent "
+            "or imported"
         )
     if kind in ANY_BENCHMARK_KINDS and not facts.answers_prompts:
         raise ConfigError(f"{where}: {kind} needs a language model ({label})")

@@ -80,6 +80,8 @@ REPORT = (
     ReportFile("ablation.png", "ablation", "Figures"),
     ReportFile("ablation.svg"),
     ReportFile("genesets.csv", "genesets", "Scores"),
+    # GeneAgent's paper beside our scoring of its own generations (report/geneagent_paper.py)
+    ReportFile("geneagent_paper.csv"),
     ReportFile("percentile.png", "genesets", "Figures"),
     ReportFile("percentile.svg"),
 )

@@ -309,6 +309,7 @@ def score_run(
                     "demo": question.demo,
                     "error": record["error"],
                     "answered_as": record.get("answered_as"),
+                    "scored_by": scorers.scored_by(name),
                 }
             )
     rows.sort(key=lambda r: (r["benchmark"], r["task"], r["metric"], r["index"]))

@@ -1,16 +1,20 @@
 """Published outputs of other systems on our questions, imported as runs.
 
 A source is a set of files at a pinned commit of a public repository, in one of
-two formats:
+three formats:
 
 - ``genegpt``: GeneGPT's recording format, one file per task, a list of
   ``[question, gold, final_text, steps]`` (ielab/OpenBioLLM's runs);
 - ``task_dict``: one file per benchmark, ``{task: {question: {answer, thoughts,
   prediction}}}`` where ``prediction`` is the system's answer and ``answer`` the
-  source's gold (hamzameer/GeneGPT-Tool-use-in-LLMs).
+  source's gold (hamzameer/GeneGPT-Tool-use-in-LLMs);
+- ``geneagent``: GeneAgent's outputs, one text file per gene-set dataset, a block
+  per set (:mod:`.geneagent_outputs`: how blocks are read and paired with sets).
 
-Questions are matched to ours verbatim; golds always come from our benchmark
-files. :data:`SOURCES` names the published runs we know; a config may describe
+Questions are matched to ours verbatim (gene sets: by the alignment of
+:mod:`.geneagent_outputs`); golds always come from our benchmark files. A source's
+``files`` maps a benchmark to a path (``{task}`` in it for one file a task) or to
+a ``{task: path}`` map. :data:`SOURCES` names the published runs we know; a config may describe
 any other run in these formats inline, with the sha256 of files outside the
 pinned manifest.
 """
@@ -20,10 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .jsonfiles import read_json
+from .geneagent_outputs import align, read_blocks
+from .jsonfiles import read_json, read_text
 from .upstream import UNKNOWN, UpstreamFile, manifest
 
-FORMATS = ("genegpt", "task_dict")
+FORMATS = ("genegpt", "task_dict", "geneagent")
 
 # Other repositories' spellings of our (upstream GeneGPT's) task names.
 SPELLINGS = {
@@ -74,6 +79,21 @@ def _hamzameer(run: str, model: str, prompt: str) -> dict:
     }
 
 
+GENEAGENT_PAPER = "Wang et al., GeneAgent, Nature Methods 2025; ncbi-nlp/GeneAgent"
+
+
+def _geneagent(commit: str, model: str, prompt: str, files: dict) -> dict:
+    return {
+        "repo": "ncbi-nlp/GeneAgent",
+        "commit": commit,
+        "format": "geneagent",
+        "model": model,
+        "prompt": prompt,
+        "files": {"genesets": files},
+        "cite": GENEAGENT_PAPER,
+    }
+
+
 QWEN_PROMPT = "GeneGPT prompt as modified by OpenBioLLM"
 SOURCES = {
     "openbiollm/pre_qwen32b": _openbiollm(
@@ -97,6 +117,25 @@ SOURCES = {
         "function calling to NCBI E-utils and BLAST",
     ),
     "hamzameer/gpt41-no-tools": _hamzameer("azure_gpt41_no_tools", "GPT-4.1 (Azure)", "no tools"),
+    # GeneAgent's paper's own generations, at commits no longer on its history.
+    "geneagent/gpt-4": _geneagent(
+        "db84e85a1c9e553f40ee5586d056d3afba644d35",
+        "GPT-4",
+        "Hu et al.'s prompt (no verification)",
+        {
+            "MSigDB": "Outputs/GPT-4/MsigDB_Response_GPT4.txt",
+            "NeST": "Outputs/GPT-4/NeST_Response_GPT4.txt",
+        },
+    ),
+    "geneagent/cascade": _geneagent(
+        "6a1647bf43311acbcd00ebd56e954173b060720d",
+        "GPT-4",
+        "GeneAgent's cascade (self-verification with its eight APIs)",
+        {
+            "MSigDB": "Outputs/GeneAgent/Cascade/MsigDB_Final_Response_GeneAgent.txt",
+            "NeST": "Outputs/GeneAgent/Cascade/NeST_Final_Response_GeneAgent.txt",
+        },
+    ),
 }
 
 
@@ -118,7 +157,7 @@ def resolve_source(source: str | dict, where: str) -> dict:
     if spec.get("format") not in FORMATS:
         raise SourceError(f"{where}.format: {spec.get('format')!r}; one of {', '.join(FORMATS)}")
     for benchmark, pattern in spec.get("files", {}).items():
-        if spec["format"] == "genegpt" and "{task}" not in pattern:
+        if spec["format"] == "genegpt" and "{task}" not in str(pattern):
             raise SourceError(f"{where}.files.{benchmark}: a genegpt-format path needs {{task}}")
     spec.setdefault("name", f"{spec['repo']}@{spec['commit'][:7]}")
     return spec
@@ -139,9 +178,11 @@ def pinned_file(source: dict, path: str) -> UpstreamFile | None:
 def task_file(source: dict, benchmark: str, task: str) -> UpstreamFile | None:
     """The file holding ``task``'s answers (None: the source has no such file)."""
     pattern = source.get("files", {}).get(benchmark)
+    if isinstance(pattern, dict):  # {task: path}
+        pattern = pattern.get(task)
     if pattern is None:
         return None
-    if source["format"] == "task_dict":
+    if "{task}" not in pattern:
         return pinned_file(source, pattern)
     for spelling in (task, *SPELLINGS.get(task, ())):
         file = pinned_file(source, pattern.replace("{task}", spelling))
@@ -182,11 +223,14 @@ def _as_text(value) -> str | None:
 
 
 def load_items(
-    path: Path, fmt: str, task: str, sha256: str | None = None
+    path: Path, fmt: str, task: str, sha256: str | None = None, questions: list[str] = ()
 ) -> tuple[dict[str, ImportedItem], int]:
     """``task``'s items of an imported file, by question text, and how many duplicate
     questions it held (the first answer is kept); ``sha256``: the file's pin, where the
-    config gives it (checked again as the file is read)."""
+    config gives it (checked again as the file is read); ``questions``: the task's
+    question texts in dataset order (``geneagent``: what its blocks are paired with)."""
+    if fmt == "geneagent":
+        return _geneagent_items(read_text(path, sha256), questions), 0
     data = read_json(path, sha256)
     items: dict[str, ImportedItem] = {}
     duplicates = 0
@@ -209,6 +253,24 @@ def load_items(
         else:
             items[item.question] = item
     return items, duplicates
+
+
+def _geneagent_items(text: str, questions: list[str]) -> dict[str, ImportedItem]:
+    """A GeneAgent output file's blocks paired with the sets (a set's question text is
+    its genes); a block paired with none is kept under a key that is no question, so
+    that it counts as ``unmatched``."""
+    blocks = read_blocks(text)
+    paired = align(blocks, [q.split() for q in questions])
+    items = {
+        q: ImportedItem(q, blocks[j].name, thoughts=blocks[j].text)
+        for q, j in zip(questions, paired, strict=True)
+        if j is not None
+    }
+    for j in sorted(set(range(len(blocks))) - {j for j in paired if j is not None}):
+        items[f"(block {j + 1}: answers no set of the dataset)"] = ImportedItem(
+            "", blocks[j].name, thoughts=blocks[j].text
+        )
+    return items
 
 
 def coverage(items: dict[str, ImportedItem], questions: list[str], duplicates: int) -> dict:

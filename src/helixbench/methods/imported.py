@@ -93,8 +93,13 @@ def _tool_data(url: str, rendered: str | None) -> dict:
 def prepare(context) -> Prepared:
     """An imported task: the source's items for it, read from its pinned file; no tools."""
     task = context.task
+    ours = [q for q in context.every if (q.benchmark, q.task) == (task["benchmark"], task["task"])]
     items, _ = load_items(
-        Path(task["imported"]), task["imported_format"], task["task"], task["imported_sha256"]
+        Path(task["imported"]),
+        task["imported_format"],
+        task["task"],
+        task["imported_sha256"],
+        [q.text for q in sorted(ours, key=lambda q: q.index)],
     )
     source = {"url": task["imported_url"], "sha256": task["imported_sha256"]}
     return Prepared(ImportedAnswers(items), context.model, info={"imported_from": source})

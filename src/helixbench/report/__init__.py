@@ -20,6 +20,7 @@ from ..run_health import run_warnings
 from .comparisons import comparison_table, shown_comparisons
 from .crate import CONFIG_FILE, CRATE_FILE, write_crate
 from .errors import error_types, table4_agreement
+from .geneagent_paper import geneagent_paper_table, paper_layout
 from .genesets import geneset_percentiles, geneset_table
 from .headline import headline_sentence, headline_table
 from .imported import import_table, imported_runs
@@ -82,6 +83,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "imports": import_table(plan, questions),
         "agents": agent_table(plan, records),
         "genesets": geneset_table(plan, summary, records),
+        "geneagent_paper": geneagent_paper_table(plan, scores, summary),
     }
     for name, table in csv_tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
@@ -140,6 +142,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "imports": imports,
         "imported": imported,
         "genesets": genesets,
+        "geneagent_paper": csv_tables["geneagent_paper"],
         "bank": bank_section if covered else None,
     }
     notes = plan.notes + run_warnings(plan.tasks, records)
@@ -172,6 +175,9 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
                 "ablation": html_table(ablation),
                 "genehop": html_table(hop),
                 "genesets": html_table(genesets) if not genesets.empty else None,
+                "geneagent_paper": html_table(paper_layout(csv_tables["geneagent_paper"]))
+                if not csv_tables["geneagent_paper"].empty
+                else None,
                 "bank_leaderboard": html_table(bank_board) if covered else None,
                 "overlap": html_table(bank_section["overlap"]) if covered else None,
                 "overlap_golds": html_table(bank_section["golds"]) if covered else None,

@@ -31,14 +31,15 @@ def import_table(plan: Plan, questions: dict) -> pd.DataFrame:
     (verbatim); ``missing`` ones are scored as misses, ``unmatched`` ones (not our
     questions) are left out, and both are counted here."""
     texts: dict[tuple[str, str], list[str]] = {}
-    for q in questions.values():
+    for q in sorted(questions.values(), key=lambda q: q.index):  # dataset order
         texts.setdefault((q.benchmark, q.task), []).append(q.text)
     rows = []
     for task in plan.tasks:
         if task.imported is None:
             continue
+        ours = texts.get((task.benchmark, task.task), [])
         items, duplicates = load_items(
-            Path(task.imported_path), task.imported_format, task.task, task.imported.sha256
+            Path(task.imported_path), task.imported_format, task.task, task.imported.sha256, ours
         )
         rows.append(
             {
@@ -48,7 +49,7 @@ def import_table(plan: Plan, questions: dict) -> pd.DataFrame:
                 "source": plan.sources[task.model]["name"],
                 "file": task.imported.url,
                 "sha256": task.imported.sha256,
-                **coverage(items, texts.get((task.benchmark, task.task), []), duplicates),
+                **coverage(items, ours, duplicates),
             }
         )
     return pd.DataFrame(rows, columns=IMPORT_COLUMNS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .comparisons import shown_comparisons
+from .geneagent_paper import paper_layout
 from .genesets import _genesets_markdown
 from .headline import headline_sentence
 from .text import fmt, md_escape, md_table
@@ -221,6 +222,12 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             "Gene sets (GeneAgent)",
             None if tables["genesets"].empty else _genesets_markdown(tables["genesets"]),
         ),
+        (
+            "GeneAgent's paper, from its own generations",
+            None
+            if tables["geneagent_paper"].empty
+            else GENEAGENT_PAPER_TEXT + md_table(paper_layout(tables["geneagent_paper"])),
+        ),
         ("Replay fidelity", None if replay.empty else _replay_text(replay)),
         (
             "Paired tests between runs",
@@ -325,6 +332,18 @@ GENESET_BOARD_TEXT = """\
 Per gene-set run, best first: the mean over its datasets of the embedding similarity
 of the named process to the curated name, and of ROUGE-L, each with its 95% bootstrap
 interval (sets resampled within each dataset). Per dataset: "Gene sets" below.
+
+"""
+GENEAGENT_PAPER_TEXT = """\
+GPT-4 (Hu et al.'s prompt) and GeneAgent's cascade as the GeneAgent paper reports
+them, scored here from the paper's own generations (its repository's `Outputs/` at
+the commits that held them, each block paired with its set by the genes it names).
+Ours: the mean ± its standard error (the paper's ±), over the sets; ROUGE F-measure
+with stemming after GeneAgent's cleaning; `embedding` by the encoder
+`geneagent_paper.csv` names (`scored_by`: MedCPT where the Hugging Face cache has it,
+else a stand-in, which the paper's figures do not apply to); `in_90th_percentile`:
+sets whose true name is closer to the answer than 90% of our background names (the
+paper's background: 12,320 terms).
 
 """
 PAIRED_TEXT = """\

@@ -28,6 +28,7 @@ def load_scores(plan: Plan) -> pd.DataFrame:
             "demo",
             "error",
             "answered_as",
+            "scored_by",  # the encoder of an embedding score (a stand-in says so)
         ],
     )
     frame["run"] = [run_label(m, t) for m, t in zip(frame.model, frame.method, strict=True)]

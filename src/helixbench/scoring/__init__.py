@@ -97,6 +97,9 @@ MODEL_SCORERS = {"judge": "judge", "model_extracted": "extractor"}
 # apply, and GeneHop's two hand-judged tasks scored as the paper judged them.
 DEFAULT_SCORING = {
     "default": ["genegpt", "extracted", "strict"],
+    # The paper's encoder (GeneAgent: MedCPT's query encoder, CLS, 64 tokens) where the
+    # local Hugging Face cache holds it; else the offline stand-in, and the scores say so.
+    "embedding": {"model": "ncbi/MedCPT-Query-Encoder", "pooling": "cls", "max_length": 64},
     "tasks": {
         "SNP gene function": ["rougeL", "rouge1", "rouge2", "embedding"],
         "sequence gene alias": ["alias_recall"],
@@ -196,6 +199,11 @@ class Scorers:
 
     def for_task(self, task: str) -> list[tuple[str, Scorer]]:
         return [(name, self.get(name)) for name in scorers_for(task, self.scoring)]
+
+    def scored_by(self, name: str) -> str | None:
+        """What produced ``name``'s scores where a model did (the encoder), else None."""
+        label = getattr(self.get(name), "label", None)
+        return label() if callable(label) else None
 
     def identities(self) -> dict:
         """What the model-based scorers used, for the report's provenance."""

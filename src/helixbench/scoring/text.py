@@ -63,8 +63,10 @@ class EmbeddingScorer:
     ``settings``: ``model`` (a name for the report; also a hub id or directory when no
     ``package`` is given), ``package`` (an installed package with the model in its
     ``model/`` folder), ``pooling`` (``mean``, the model's own, or ``cls``: the first
-    token, as MedCPT is meant to be used) and ``max_length`` (tokens; MedCPT: 64).
-    The model loads on first use, offline unless a hub id is named.
+    token, as MedCPT is meant to be used), ``max_length`` (tokens; MedCPT: 64) and
+    ``download`` (a hub id may be fetched; else it is read from the local Hugging
+    Face cache only). A hub id found in neither is replaced by the stand-in
+    (:data:`DEFAULT_EMBEDDING`), and :meth:`label` says so beside every score.
     """
 
     def __init__(self, settings: dict | None = None, device: str = "cpu"):
@@ -73,8 +75,27 @@ class EmbeddingScorer:
             self.settings.pop("package")
         self.device = device
         self._model = None
+        self.local_copy: str | None = None  # a hub id's folder in the local cache
+        self.stand_in_for: str | None = None  # the hub id the stand-in replaces
+        wanted = self.settings["model"]
+        if not self.settings.get("package") and not Path(wanted).exists():
+            self.local_copy = cached_hub_model(wanted)
+            if self.local_copy is None and not self.settings.get("download"):
+                self.stand_in_for = wanted
+                self.settings = dict(DEFAULT_EMBEDDING)
+
+    def label(self) -> str:
+        """Which encoder produced the scores, as the report states it."""
+        if self.stand_in_for:
+            return (
+                f"{self.settings['model']} (stand-in: {self.stand_in_for} is not in the "
+                "local Hugging Face cache)"
+            )
+        return self.settings["model"]
 
     def _location(self) -> str:
+        if self.local_copy:
+            return self.local_copy
         package = self.settings.get("package")
         if package:
             from importlib.util import find_spec
@@ -110,7 +131,8 @@ class EmbeddingScorer:
         return self._model
 
     def identity(self) -> dict:
-        return {k: v for k, v in self.settings.items() if v is not None}
+        found = {k: v for k, v in self.settings.items() if v is not None}
+        return found | ({"stand_in_for": self.stand_in_for} if self.stand_in_for else {})
 
     def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
         if not isinstance(gold, str):
@@ -128,6 +150,19 @@ class EmbeddingScorer:
         return self.model().encode(
             [clean_text(t) for t in texts], normalize_embeddings=True, convert_to_numpy=True
         )
+
+
+def cached_hub_model(repo_id: str, cache_dir: str | None = None) -> str | None:
+    """The folder of ``repo_id`` in the local Hugging Face cache (``cache_dir``, else
+    the hub's own), or None: never a download."""
+    if "/" not in repo_id:
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    found = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
+    return str(Path(found).parent) if isinstance(found, str) else None
 
 
 class PercentileScorer:
@@ -150,6 +185,9 @@ class PercentileScorer:
 
     def identity(self) -> dict:
         return {"embedding": self.embedding.identity(), "candidates": len(self.candidates)}
+
+    def label(self) -> str:
+        return f"{self.embedding.label()}, {len(self.candidates)} background names"
 
     def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
         if not isinstance(gold, str) or not self.candidates:
