@@ -111,7 +111,7 @@ def test_medcpt_where_the_cache_has_it_else_a_stand_in_that_says_so(tmp_path):
     scorer = EmbeddingScorer(medcpt)
     if scorer.stand_in_for:
         assert scorer.settings["model"] == "all-MiniLM-L6-v2"
-        assert "stand-in: ncbi/MedCPT-Query-Encoder" in scorer.label()
+        assert "stand-in for ncbi/MedCPT-Query-Encoder" in scorer.label()
     snapshot = tmp_path / "models--ncbi--MedCPT-Query-Encoder" / "snapshots" / "abc123"
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")

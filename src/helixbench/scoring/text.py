@@ -87,10 +87,7 @@ class EmbeddingScorer:
     def label(self) -> str:
         """Which encoder produced the scores, as the report states it."""
         if self.stand_in_for:
-            return (
-                f"{self.settings['model']} (stand-in: {self.stand_in_for} is not in the "
-                "local Hugging Face cache)"
-            )
+            return f"{self.settings['model']} (stand-in for {self.stand_in_for})"
         return self.settings["model"]
 
     def _location(self) -> str:

@@ -2,7 +2,8 @@
 process for all of them (a question a JSON line on stdin, its answer a JSON line
 on stdout; BRAD's own prints are other lines).
 
-Run by the original's own Python, helixbench's ``sitecustomize`` first on its path.
+Run by the original's own Python, in the agent sandbox (``sandbox: cooperative``:
+helixbench's ``sitecustomize`` first on its path).
 What this runner does, all of it outside BRAD:
 
 - **Hub models, offline.** BRAD loads ``sentence-transformers/all-MiniLM-L6-v2`` by

@@ -1,9 +1,10 @@
 """Runs GeneAgent's ``main_cascade.py`` with its ``worker.py`` and ``apis/``
 (ncbi-nlp/GeneAgent, as fetched: unchanged) on one gene set.
 
-Run by the original's own Python (openai 0.28), helixbench's ``sitecustomize``
-first on its path (so the ``requests`` calls of ``apis/`` reach the tool
-gateway). What this runner does, all of it outside GeneAgent's files:
+Run by the original's own Python (openai 0.28), in the agent sandbox, where the
+``requests`` calls of ``apis/`` reach the tool gateway through the public hosts'
+front (or, with ``sandbox: cooperative``, through helixbench's ``sitecustomize``).
+What this runner does, all of it outside GeneAgent's files:
 
 - Both files set ``openai.api_type/api_base/api_version/api_key`` to masked
   placeholders when imported. The ``openai`` module is given a class whose

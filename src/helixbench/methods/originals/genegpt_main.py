@@ -1,7 +1,8 @@
 """Runs GeneGPT's ``main.py`` (ncbi/GeneGPT, as fetched: unchanged) on one question.
 
-Run by the original's own Python (openai 0.27), helixbench's ``sitecustomize``
-first on its path (so ``urllib``'s NCBI calls reach the tool gateway). What this
+Run by the original's own Python (openai 0.27), in the agent sandbox, where
+``urllib``'s NCBI calls reach the tool gateway through the public hosts' front (or,
+with ``sandbox: cooperative``, through helixbench's ``sitecustomize``). What this
 runner does, all of it outside main.py:
 
 - ``config.py``, the file upstream asks its users to edit with their key, is
