@@ -19,6 +19,7 @@ from helixbench.config import build_plan, resolve_method
 from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO
 from helixbench.digests import sha256_text
 from helixbench.errors import ConfigError
+from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.originals import ORIGINALS, RUNNERS_DIR
 from helixbench.models.gguf import converted_name
 from helixbench.report.protocols import protocol_of, protocol_runs
@@ -151,3 +152,68 @@ def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_
     assert 37.0 + 3.0 < sleep["asked_s"] <= 40.1
     built = json.loads((tmp_path / "resources/envs/genegpt-main/env.json").read_text())
     assert "openai==0.27.7" in built["packages"] and Path(built["python"]).is_file()
+
+
+def test_main_cascade_sends_geneagents_prompts_so_every_call_is_a_cache_hit(mirror, tmp_path):
+    """GeneAgent's cross-check: ``geneagent`` (prompts: upstream) on one toy set with a
+    scripted chat model answering in GeneAgent's formats (a Process line, JSON claims,
+    legacy function calls over upstream's eight functions, a reply without "Report:",
+    a call that fails, reports), then main_cascade.py itself through the gateways:
+    every one of its model calls is a response-cache hit, the same number of calls,
+    the same answer."""
+    from .support.geneset_servers import GeneSetServer
+
+    script = [
+        "Process: Nuclear lamina maintenance\nZMPSTE24 processes prelamin A for LMNA.",
+        '["ZMPSTE24,BANF1,WRN,LMNA maintain the nuclear lamina"]',
+        {"tool_calls": [("get_enrichment_for_gene_set", {"gene_set": "ZMPSTE24,LMNA"})]},
+        "Supported, I think.",  # no "Report: ": upstream's nudge follows
+        "Report: Supported. g:Profiler lists a process of ZMPSTE24.",
+        "Process: Nuclear lamina maintenance\nZMPSTE24 and LMNA keep the lamina.",
+        '["LMNA encodes lamin A/C, a nuclear envelope protein."]',
+        {"tool_calls": [("get_gene_summary_for_single_gene", {"gene_name": "LMNA"})]},
+        "Report: Partially supported.",
+        "Process: Nuclear lamina maintenance\nFinal: ZMPSTE24 and LMNA keep the lamina.",
+    ]
+    env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror)}
+    with GeneSetServer() as services, OpenAIServer() as llm:
+        llm.state.script.extend(script)
+        config = {
+            "benchmarks": ["genesets"],
+            "shards": 1,
+            "tools": {"mode": "live", "routes": services.routes()},
+            "models": {"llm": llm.chat_model()},
+            "methods": {
+                "geneagent": {"kind": "geneagent"},
+                "geneagent-cascade": {
+                    "kind": "agent",
+                    "original": "geneagent-cascade",
+                    "sleep_scale": 0,
+                },
+            },
+            "runs": [
+                {
+                    "model": "llm",
+                    "methods": ["geneagent", "geneagent-cascade"],
+                    "tasks": ["MSigDB toy"],
+                    "sample": 1,
+                }
+            ],
+        }
+        shard = "results/runs/llm/{}/shard-0-of-1.jsonl"
+        for method in ("geneagent", "geneagent-cascade"):  # ours first: upstream's then hit
+            done = run_snakemake(tmp_path, config, "--cores", "2", shard.format(method), env=env)
+            assert done.returncode == 0, done.stderr[-3000:]
+        assert not llm.state.script  # ours made every scripted call
+        asked = len(llm.state.received)
+    assert asked == len(script)  # main_cascade.py asked the server nothing
+    (ours,) = read_records(tmp_path / shard.format("geneagent"))
+    (theirs,) = read_records(tmp_path / shard.format("geneagent-cascade"))
+    assert ours["error"] is None and theirs["error"] is None, theirs["events"][-1]
+    assert theirs["answer"] == ours["answer"] == "Nuclear lamina maintenance"
+    our_calls = [e["data"] for e in ours["events"] if e["type"] == "model"]
+    their_calls = [e["data"] for e in theirs["events"] if e["type"] == "model"]
+    assert len(their_calls) == len(our_calls) == len(script)
+    assert all(call["cache"] == "hit" for call in their_calls), [c["cache"] for c in their_calls]
+    tools = [e["data"] for e in theirs["events"] if e["type"] == "tool"]
+    assert [t["route"] for t in tools] == ["biit.cs.ut.ee"]  # the one request, routed

@@ -320,6 +320,8 @@ def test_gene_sets_through_the_workflow(mirror, tmp_path):
                 "llm": llm.chat_model(),
                 "gprofiler": {"backend": "enrichment"},
             },  # fmt: skip
+            # helixbench's wording (evidence first); GeneAgent's own: test_originals.py
+            "methods": {"geneagent": {"kind": "geneagent", "prompts": "helixbench"}},
             "runs": [
                 {"model": "llm", "method": "geneagent", "tasks": ["NeST toy"], "sample": 1},
                 {"model": "gprofiler", "method": "gsea-top1", "tasks": ["MSigDB"]},

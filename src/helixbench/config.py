@@ -56,6 +56,10 @@ def resolve_method(name: str, methods: dict) -> dict:
         check_mask(spec.get("mask"))
     if spec.get("kind") == "agent" and spec.get("original"):
         spec = complete_spec(spec)  # a seed system: its runner, environment and code
+    if spec.get("kind") == "geneagent" and spec.get("prompts", "upstream") == "upstream":
+        # main_cascade.py's own prompts and functions: the seed system's files, fetched
+        files = original("geneagent-cascade").upstream_files()
+        spec = {"upstream": [f.relpath for f in files], **spec}
     return spec
 
 

@@ -35,13 +35,17 @@ def read_blocks(text: str) -> list[Block]:
     blocks = []
     for segment in text.split("//"):
         segment = segment.strip()
-        if not segment:
-            continue
-        first, newline, _ = segment.partition("\n")
-        _, colon, name = first.partition(": ")
-        named = bool(newline and colon and name.strip())
-        blocks.append(Block(name.strip() if named else None, segment))
+        if segment:
+            blocks.append(Block(block_name(segment), segment))
     return blocks
+
+
+def block_name(text: str) -> str | None:
+    """The process a reply names: what follows the first ``: `` of its first line, in
+    a reply of more than one line (as GeneAgent's ``evaluate.ipynb`` reads it)."""
+    first, newline, _ = text.strip().partition("\n")
+    _, colon, name = first.partition(": ")
+    return name.strip() if newline and colon and name.strip() else None
 
 
 def align(blocks: list[Block], gene_sets: list[list[str]]) -> list[int | None]:

@@ -88,6 +88,39 @@ def legacy_to_tools(body: dict) -> tuple[list, list | None, bool]:
     return messages, tools, legacy
 
 
+def gateway_request(route: str, body: dict, question_id: str, question: str, index: int):
+    """The request the run's model gets for an agent's OpenAI request body (``chat`` or
+    ``completions``), and whether a chat body used the legacy ``functions``. A method
+    that sends what a seed system sends builds its requests here too, so that the two
+    share their response-cache entries."""
+    legacy, chat = False, {}
+    if route == "chat":
+        messages, tools, legacy = legacy_to_tools(body)
+        prompt = "\n".join(str(m.get("content") or "") for m in messages)
+        chat = {"messages": tuple(messages), "tools": tuple(tools) if tools else None}
+    else:
+        prompt = body.get("prompt") or ""
+        prompt = prompt[0] if isinstance(prompt, list) and prompt else prompt
+    default_tokens = CHAT_MAX_TOKENS if route == "chat" else COMPLETIONS_MAX_TOKENS
+    request = CompletionRequest(
+        prompt=str(prompt),
+        stop=tuple(_stops(body.get("stop"))),
+        max_tokens=int(body.get("max_tokens") or default_tokens),
+        temperature=float(body.get("temperature") or 0.0),
+        question_id=question_id,
+        question=question,
+        call_index=index,
+        **chat,
+    )
+    return request, legacy
+
+
+def reply_message(completion, legacy: bool) -> dict:
+    """The assistant message of a chat reply (a legacy ``function_call``, or
+    ``tool_calls``)."""
+    return _chat_reply("", completion, legacy)["choices"][0]["message"]
+
+
 class _Handler(QuietHandler):
     protocol_version = "HTTP/1.1"
 
@@ -121,25 +154,7 @@ class _Handler(QuietHandler):
                 "model", index, {**data, "error": f"invalid_request: {problem}"}, started
             )
             return self._error(400, problem, "invalid_request_error")
-        legacy, chat = False, {}
-        if route == "chat":
-            messages, tools, legacy = legacy_to_tools(body)
-            prompt = "\n".join(str(m.get("content") or "") for m in messages)
-            chat = {"messages": tuple(messages), "tools": tuple(tools) if tools else None}
-        else:
-            prompt = body.get("prompt") or ""
-            prompt = prompt[0] if isinstance(prompt, list) and prompt else prompt
-        default_tokens = CHAT_MAX_TOKENS if route == "chat" else COMPLETIONS_MAX_TOKENS
-        request = CompletionRequest(
-            prompt=str(prompt),
-            stop=tuple(_stops(body.get("stop"))),
-            max_tokens=int(body.get("max_tokens") or default_tokens),
-            temperature=float(body.get("temperature") or 0.0),
-            question_id=session.question_id,
-            question=session.question,
-            call_index=index,
-            **chat,
-        )
+        request, legacy = gateway_request(route, body, session.question_id, session.question, index)
         completion, error = None, None
         try:
             completion = self.state["model"].complete(request)

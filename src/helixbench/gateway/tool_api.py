@@ -30,7 +30,6 @@ from email.policy import HTTP
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .. import secrets
-from ..genegpt_format import blast_put_page
 from ..loopback import LoopbackServer, QuietHandler
 from ..tools import ToolRequest, ToolResult
 from ..tools.functions import reply_text
@@ -155,13 +154,7 @@ class _Handler(QuietHandler):
         rendered = reply_text(result.value())[:2000]  # the transcript keeps the start
         data = {**result.describe(rendered), "route": urlsplit(url).netloc}
         session.record("tool", index, data, started)
-        if result.body is not None and result.status is not None:  # the service's reply
-            return self._reply(result.status, result.body)
-        if result.error is not None:  # never sent (refused, not cached) or failed
-            status = {"refused": 403, "offline": 404}.get(result.error.split(":")[0], 502)
-            return self._reply(status, f"Error: {result.error}".encode())
-        # A seeded BLAST Put holds only its RID: shown as NCBI's page shows one.
-        self._reply(200, blast_put_page(result.text or "").encode())
+        self._reply(*result.as_http())
 
     def send_error(self, code: int, message: str | None = None, explain=None) -> None:
         """http.server's own refusals (a request line too long: 414; a malformed one: 400)
@@ -200,9 +193,7 @@ class _Handler(QuietHandler):
         session.record("tool", index if index is not None else 0, data, time.perf_counter())
 
     def _reply(self, status: int, data: bytes) -> None:
-        # A live reply that echoes a key the run holds reaches the agent without it, as
-        # the cached copy is stored without it.
-        data = secrets.redact_bytes(data)
+        data = secrets.redact_bytes(data)  # (also the gateway's own messages)
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/octet-stream")

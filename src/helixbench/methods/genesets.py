@@ -30,6 +30,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..datasets.jsonfiles import read_json
 from ..datasets.questions import GENESET_DATASET
@@ -396,6 +397,13 @@ def prepare(context) -> Prepared:
     executor = ToolExecutor(geneset_settings(tool_settings(context.tools_mode)))
     if kind == "geneagent":
         dataset = GENESET_DATASET[context.task["task"]]  # no tool of the set's own source
+        if spec.get("prompts", "upstream") == "upstream":  # as main_cascade.py sends them
+            from ..paths import UPSTREAM_DIR
+            from .geneagent_upstream import UpstreamGeneAgent, read_prompts
+
+            folder = Path(UPSTREAM_DIR) / Path(spec["upstream"][0]).parent
+            method = UpstreamGeneAgent(read_prompts(folder), executor, dataset)
+            return Prepared(method, context.model)
         return Prepared(GeneAgent.from_spec(spec), context.model, GeneSetTools(executor, dataset))
     terms = recorded_terms(context.task.get("gsea_terms"), context.questions, context.every)
     return Prepared(GseaTop1(terms or {}), context.model, GeneSetTools(executor, None))

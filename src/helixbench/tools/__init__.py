@@ -12,6 +12,9 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
+from .. import secrets
+from ..genegpt_format import blast_put_page
+
 # The config's ``tools`` settings (politeness, cache location) reach jobs through
 # this variable: they shape no result, so tuning them must rerun no job.
 SETTINGS_ENV = "HELIXBENCH_TOOLS"
@@ -52,6 +55,22 @@ class ToolResult:
         return self.body if self.body is not None else (self.text or "")
 
     method: str = "GET"
+
+    def as_http(self) -> tuple[int, bytes]:
+        """The status and body a program calling the service gets (an agent through
+        the tool gateway, GeneAgent's ``apis/``): the service's reply; for a call
+        refused or failed, a status that says so (403 refused, 404 not in the offline
+        cache, 502 failed) and the executor's message; every secret redacted."""
+        if self.body is not None and self.status is not None:  # the service's reply
+            status, body = self.status, self.body
+        elif self.error is not None:  # never sent (refused, not cached) or failed
+            status = {"refused": 403, "offline": 404}.get(self.error.split(":")[0], 502)
+            body = f"Error: {self.error}".encode()
+        else:  # a seeded BLAST Put holds only its RID: shown as NCBI's page shows one
+            status, body = 200, blast_put_page(self.text or "").encode()
+        # A live reply that echoes a key the run holds reaches the program without it,
+        # as the cached copy is stored without it.
+        return status, secrets.redact_bytes(body)
 
     def describe(self, rendered: str) -> dict:
         """The transcript entry for this call."""

@@ -19,8 +19,9 @@ What this runner does, all of it outside GeneAgent's files:
   gene set; the output folders it appends to are made.
 - ``time.sleep`` (1 s before each verification call) is scaled by ``--sleep-scale``.
 
-The answer is the last response main_cascade.py appends to
-``Outputs/GeneAgent/Cascade/MsigDB_Final_Response_GeneAgent.txt``; a line saying
+The answer is the process the last response main_cascade.py appends to
+``Outputs/GeneAgent/Cascade/MsigDB_Final_Response_GeneAgent.txt`` names (the whole
+response in the runner's report); a line saying
 ``There are an error`` there (GeneAgent catches every exception) is the question's
 ``geneagent_error``, its message reported.
 
@@ -131,7 +132,19 @@ def main() -> None:
     report = {"sleep": sleep.report(), "openai_settings_held": sorted(set(refused))}
     if error:
         report["message"] = final[-500:]
-    write_answer(args.answer_file, None if error else final, error, report)
+    else:
+        report["final_response"] = final
+    write_answer(args.answer_file, None if error else process_name(final), error, report)
+
+
+def process_name(text: str) -> str:
+    """The name a response gives its process, as GeneAgent's evaluate.ipynb reads it
+    (what follows the first ": " of its first line); the whole text where it names
+    none. The rule of helixbench.datasets.geneagent_outputs.block_name: this runner
+    runs where helixbench is not installed."""
+    first, newline, _ = text.strip().partition("\n")
+    _, colon, name = first.partition(": ")
+    return name.strip() if newline and colon and name.strip() else text
 
 
 if __name__ == "__main__":
