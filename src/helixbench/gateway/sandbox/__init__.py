@@ -26,6 +26,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from . import inside
@@ -160,7 +161,12 @@ class Sandbox:
             "env": env,
             "cwd": str(question_dir),
         }
-        return ["unshare", *NAMESPACES, "--", sys.executable, "-I", str(INSIDE), json.dumps(spec)]
+        # A file only this user reads (a command line is everyone's to read on a shared
+        # node, and this one holds the question's token); the first process removes it.
+        handle, path = tempfile.mkstemp(prefix="spec-", suffix=".json", dir=self.doors)
+        with os.fdopen(handle, "w") as out:
+            json.dump(spec, out)
+        return ["unshare", *NAMESPACES, "--", sys.executable, "-I", str(INSIDE), path]
 
     @staticmethod
     def launcher_env() -> dict[str, str]:
