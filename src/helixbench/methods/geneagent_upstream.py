@@ -34,15 +34,14 @@ from __future__ import annotations
 import ast
 import json
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..datasets.geneagent_outputs import block_name
 from ..gateway.model_api import gateway_request, reply_message
-from ..models import ContextLengthError, ModelError, ModelMiss, call_fields
 from ..tools.geneagent_apis import Requests, functions, upstream_docs
 from ..transcripts import Event, QuestionResult
+from .genesets import Session, Stopped, _last_message, parse_verdict
 
 MAIN_NAMES = (
     "system",
@@ -139,47 +138,16 @@ def read_prompts(folder: Path) -> UpstreamPrompts:
     )
 
 
-class Stopped(Exception):
-    """The model failed for good (the set's error: ``model_error``, ``lengthError``)."""
-
-    def __init__(self, error: str):
-        super().__init__(error)
-        self.error = error
-
-
-@dataclass
-class _Calls:
-    """One set's model calls, each built as the gateway builds it and logged."""
-
-    question_id: str
-    question: str
-    model: object
-    result: QuestionResult
-    count: int = 0
+class _Calls(Session):
+    """One set's model calls, each built as the model gateway builds it from what
+    openai 0.28 sends, and answered as the gateway answers it."""
 
     def chat(self, messages: list, functions: list | None = None) -> dict:
         body = {"messages": messages, "temperature": 0}
         if functions:
             body["functions"] = functions
-        request, legacy = gateway_request("chat", body, self.question_id, self.question, self.count)
-        started, completion, error = time.perf_counter(), None, None
-        try:
-            completion = self.model.complete(request)
-        except (ContextLengthError, ModelMiss, ModelError) as exc:
-            error = exc
-        last = messages[-1]
-        data = {
-            "prompt_chars": len(request.prompt),
-            "prompt_increment": f"[{last['role']}] {last.get('content') or ''}",
-            "continues_previous": len(messages) > 2,
-            "completion": completion.text if completion else None,
-            "tool_calls": list(completion.tool_calls or []) if completion else None,
-            **call_fields(completion, error),
-        }
-        self.result.events.append(Event("model", self.count, data, time.perf_counter() - started))
-        self.count += 1
-        if error is not None:
-            raise Stopped("lengthError" if isinstance(error, ContextLengthError) else "model_error")
+        request, legacy = gateway_request("chat", body, self.question_id, self.question, self.calls)
+        completion = self.send(request, _last_message(messages), continues=len(messages) > 2)
         return reply_message(completion, legacy)
 
 
@@ -201,7 +169,7 @@ class UpstreamGeneAgent:
             return result.finish(answer=None, error=stop.error)
         except Exception as exc:  # upstream's try catches every exception of a set
             data = {"stage": "error", "claim": None, "verdict": None, "report": repr(exc)}
-            result.events.append(Event("claim", calls.count, data))
+            result.events.append(Event("claim", calls.calls, data))
             return result.finish(answer=None, error="geneagent_error")
         finally:
             self._log_requests(result, requests)
@@ -247,8 +215,9 @@ class UpstreamGeneAgent:
                 claim = CLAIM_TAIL.sub("_", claim)
             report = self._inference(calls, requests, str(claim) if as_text else claim)
             checked += f"Original_claim:{claim}" + f"Verified_claim:{report}"
-            data = {"stage": stage, "claim": claim, "verdict": _verdict(report), "report": report}
-            calls.result.events.append(Event("claim", calls.count, data))
+            verdict = parse_verdict(report)
+            data = {"stage": stage, "claim": claim, "verdict": verdict, "report": report}
+            calls.result.events.append(Event("claim", calls.calls, data))
         return checked
 
     def _inference(self, calls: _Calls, requests: Requests, claim: str) -> str:
@@ -266,7 +235,7 @@ class UpstreamGeneAgent:
         params = _UNSET  # upstream's function_params: kept from one turn to the next
         for _ in range(MAX_TURNS):
             message = calls.chat(messages, offered)
-            requests.index = calls.count - 1  # the calls this reply asks for
+            requests.index = calls.calls - 1  # the calls this reply asks for
             if "function_call" in message:
                 name = message["function_call"]["name"]
                 try:
@@ -292,9 +261,3 @@ class UpstreamGeneAgent:
     def _log_requests(result: QuestionResult, requests: Requests) -> None:
         for request in requests.results:
             result.events.append(Event("tool", request.index, request.describe("")))
-
-
-def _verdict(report: str) -> str:
-    from .genesets import parse_verdict
-
-    return parse_verdict(report)

@@ -178,6 +178,11 @@ class Session:
             messages=tuple(messages) if messages else None,
             tools=tuple(tools) if tools else None,
         )
+        return self.send(request, prompt if not messages else _last_message(messages))
+
+    def send(self, request: CompletionRequest, increment: str, continues: bool = False):
+        """The model's completion of ``request``, logged as the next model event
+        (``increment``: what the prompt adds); Stopped where the model failed."""
         started = time.perf_counter()
         error, completion = None, None
         try:
@@ -185,9 +190,9 @@ class Session:
         except (ContextLengthError, ModelMiss, ModelError) as exc:
             error = exc
         data = {
-            "prompt_chars": len(prompt),
-            "prompt_increment": prompt if not messages else _last_message(messages),
-            "continues_previous": False,
+            "prompt_chars": len(request.prompt),
+            "prompt_increment": increment,
+            "continues_previous": continues,
             "completion": completion.text if completion else None,
             "tool_calls": list(completion.tool_calls or []) if completion else None,
             **call_fields(completion, error),

@@ -95,33 +95,31 @@ def functions(via: Requests) -> dict:
 # -- the function as upstream's message does) --------------------------------------------
 
 
-def get_complex_for_gene_set(gene_set, *, _via):
-    gene_set = gene_set.replace(" ", "")
-    reply = _via.get(PUBTATOR3 + "complex/", {"name": gene_set, "retmode": "json", "limit": 10})
+def _pubtator(via, url: str, name: str, limit: int, failed: str):
+    """PubTator's agent interface as upstream's four functions ask it: the results as
+    JSON, or ``failed`` (``{status}`` filled in) for any other status than 200."""
+    reply = via.get(url, {"name": name, "retmode": "json", "limit": limit})
     if reply.status_code == 200:
         return json.dumps(reply.json().get("results", {}))
-    return "Error: Unable to fetch data"
+    return failed.format(status=reply.status_code)
+
+
+def get_complex_for_gene_set(gene_set, *, _via):
+    gene_set = gene_set.replace(" ", "")
+    return _pubtator(_via, PUBTATOR3 + "complex/", gene_set, 10, "Error: Unable to fetch data")
 
 
 def get_disease_for_single_gene(gene_name, *, _via):
-    reply = _via.get(PUBTATOR + "disease/", {"name": gene_name, "retmode": "json", "limit": 100})
-    if reply.status_code == 200:
-        return json.dumps(reply.json().get("results", {}))
-    return "Error: Unable to fetch data"
+    return _pubtator(_via, PUBTATOR + "disease/", gene_name, 100, "Error: Unable to fetch data")
 
 
 def get_domain_for_single_gene(gene_name, *, _via):
-    reply = _via.get(PUBTATOR + "cdd/", {"name": gene_name, "retmode": "json", "limit": 10})
-    if reply.status_code == 200:
-        return json.dumps(reply.json().get("results", {}))
-    return "Error: Unable to fetch data"
+    return _pubtator(_via, PUBTATOR + "cdd/", gene_name, 10, "Error: Unable to fetch data")
 
 
 def get_interactions_for_gene_set(gene_set, *, _via):
-    reply = _via.get(PUBTATOR + "ppi/", {"name": gene_set, "retmode": "json", "limit": 50})
-    if reply.status_code == 200:
-        return json.dumps(reply.json().get("results", {}))
-    return f"Error: Unable to fetch data (Status Code: {reply.status_code})"
+    failed = "Error: Unable to fetch data (Status Code: {status})"
+    return _pubtator(_via, PUBTATOR + "ppi/", gene_set, 50, failed)
 
 
 def get_enrichment_for_gene_set(gene_set, *, _via):
