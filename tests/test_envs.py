@@ -142,7 +142,14 @@ def test_the_test_config_plans_every_rule_and_snakemake_finds_its_environments(m
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1], re.M))
     assert set(jobs) - {"all", "total"} == set(rule_names())
     created = {Path(p).name for p in re.findall(r"Conda environment (\S+) will be created", out)}
-    assert created == {"fetch.yaml", "local.yaml", "score.yaml", "report.yaml", "genegpt-main.yaml"}
+    assert created == {
+        "fetch.yaml",
+        "local.yaml",
+        "score.yaml",
+        "report.yaml",
+        "genegpt-main.yaml",
+        "inspect-ai.yaml",
+    }
 
 
 def test_run_jobs_take_the_local_stack_only_for_local_models_and_indexes(mirror):

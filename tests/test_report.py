@@ -152,8 +152,19 @@ def test_table2_puts_the_papers_column_beside_the_runs_it_reproduces_only():
     assert not any(c.endswith("(paper)") for c in strict.columns)
 
 
-def test_paired_tests_shown_are_a_readers_pairs_with_holms_correction():
-    from helixbench.report.comparisons import comparison_table, shown_comparisons
+def _task_summary(plan, scores) -> pd.DataFrame:
+    """scores.csv's task rows of a {(run, task, metric): {question: score}} index."""
+    runs = {r.label: r for r in plan.runs}
+    rows = [
+        (runs[run].model, runs[run].method, "geneturing", task, metric, sum(s.values()) / len(s))
+        for (run, task, metric), s in scores.items()
+    ]
+    rows = [(*row, None) for row in rows]
+    return _summary(rows)
+
+
+def test_paired_tests_are_the_structured_pairs_with_holms_correction():
+    from helixbench.report.comparisons import asked_pairs, comparison_table, pair_formula
     from helixbench.stats import holm
 
     config = {
@@ -174,15 +185,50 @@ def test_paired_tests_shown_are_a_readers_pairs_with_holms_correction():
                 q: float(i / 20 < good + (0.05 if run.method == "genegpt-full" else 0))
                 for i, q in enumerate(qids)
             }
-    table = comparison_table(plan, scores)
+    summary = _task_summary(plan, scores)
+    table = comparison_table(plan, scores, summary)
     pairs = {(r.run_a, r.run_b): r.pair for r in table.itertuples()}
-    assert pairs[("a / genegpt-slim", "a / genegpt-full")] == "same model"
-    assert pairs[("a / genegpt-slim", "b / genegpt-slim")] == "same method"
-    assert pairs[("a / genegpt-slim", "b / genegpt-full")] == ""  # in the CSV, not shown
-    shown = shown_comparisons(table)
-    assert len(shown) == 4 * 9 and shown.p_holm.notna().all()
-    assert list(shown.p_holm) == [round(p, 4) for p in holm(list(shown.p_value))]
-    assert table[table.pair == ""].p_holm.isna().all()
+    # Each model against its best method (full), each method against its best model (a).
+    assert pairs == {
+        ("a / genegpt-slim", "a / genegpt-full"): "same model",
+        ("b / genegpt-slim", "b / genegpt-full"): "same model",
+        ("a / genegpt-slim", "b / genegpt-slim"): "same method",
+        ("a / genegpt-full", "b / genegpt-full"): "same method",
+    }
+    assert len(table) == 4 * 9 and table.p_holm.notna().all()
+    assert list(table.p_holm) == [round(p, 4) for p in holm(list(table.p_value))]
+    said = pair_formula(plan, asked_pairs(plan, summary))
+    assert "= 2 + 2 + 0 = 4 pairs over 1 benchmark (4 runs)" in said
+
+
+def test_the_pairs_tested_grow_with_the_runs_not_their_square():
+    from helixbench.report.comparisons import asked_pairs
+
+    def pairs(n_models, n_methods):
+        models = {
+            f"m{i}": {"backend": "openai", "api": "chat", "model": "x", "base_url": "http://h/v1"}
+            for i in range(n_models)
+        }
+        methods = ["no-tools", *(f"genegpt-{i:06b}" for i in range(1, n_methods))]
+        config = {
+            "models": models,
+            "benchmarks": ["genehop"],
+            "methods": {"no-tools": {"kind": "no-tools"}},
+            "runs": [{"models": list(models), "methods": methods}],
+        }
+        plan = build_plan(config, None)
+        return asked_pairs(plan, _summary([])), plan
+
+    found, plan = pairs(6, 8)
+    runs = len(plan.runs)  # 48; every pair would be 1,128
+    # Within a model: its runs against the best (7 each); within a method: 5 each; and
+    # the runs against their baseline that the best-of-model pairs left out.
+    assert sum(p[3] == "same model" for p in found) == 6 * 7
+    assert sum(p[3] == "same method" for p in found) == 8 * 5
+    assert len(found) <= 3 * runs and len({frozenset(p[1:3]) for p in found}) == len(found)
+    assert all(a != b for _, a, b, _ in found)
+    bigger, plan = pairs(12, 16)
+    assert len(bigger) <= 3 * len(plan.runs)
 
 
 def test_holm_adjusts_a_family_of_p_values():
@@ -230,6 +276,7 @@ def test_gene_sets_have_their_own_leaderboard():
 
 def test_one_models_protocols_side_by_side_with_macro_weighted_paired_tests():
     from helixbench.report.protocols import protocol_table, protocol_tests
+    from helixbench.report.run_summary import task_facts
 
     config = {
         "models": {
@@ -261,7 +308,11 @@ def test_one_models_protocols_side_by_side_with_macro_weighted_paired_tests():
         for run, hits in right.items()
         for task, qids in (("Gene alias", alias), ("SNP location", snp))
     }
-    tests = protocol_tests(plan, scores)
+    protocols = pd.DataFrame(
+        {"run": ["a / genegpt-slim", "a / fc", "a / bare"], "benchmark": "geneturing",
+         "macro": [0.0, 0.5, 0.0]}
+    )  # fmt: skip
+    tests = protocol_tests(plan, scores, protocols)
     assert {(r.run_a, r.run_b) for r in tests.itertuples()} == {
         ("a / genegpt-slim", "a / fc"),
         ("a / genegpt-slim", "a / bare"),
@@ -277,12 +328,12 @@ def test_one_models_protocols_side_by_side_with_macro_weighted_paired_tests():
         {"type": "tool", "data": {"error": None}},
         {"type": "tool", "data": {"error": "esearch needs term"}},
     ]}  # fmt: skip
-    records = {t: [dict(record, question_id="x")] for t in plan.tasks}
+    facts = {t: task_facts([dict(record, question_id="x", finished_at=1.0)]) for t in plan.tasks}
     summary = _summary(
         [("a", m, "geneturing", "macro", "extracted", v, None) for m, v in
          (("genegpt-slim", 0.0), ("fc", 0.5), ("bare", 0.0))]
     )  # fmt: skip
-    table = protocol_table(plan, summary, records)
+    table = protocol_table(plan, summary, facts)
     assert list(table.run) == ["a / genegpt-slim", "a / fc", "a / bare"]
     assert list(table.protocol) == ["text protocol", "function calling", "no tools"]
     fc = table[table.run == "a / fc"].iloc[0]
@@ -354,7 +405,7 @@ def test_the_headline_compares_best_with_next_and_each_model_with_its_no_tools_b
 
 
 def test_the_per_question_view_shows_the_start_of_a_runaway_text():
-    from helixbench.report.html import MAX_TEXT_CHARS, shown_text
+    from helixbench.report.details import MAX_TEXT_CHARS, shown_text
 
     prompt = "x" * (MAX_TEXT_CHARS + 5)
     events = [{"type": "model", "data": {"prompt_increment": prompt, "tool_calls": ["ok"]}}]

@@ -50,3 +50,46 @@ def test_empty_inputs_are_errors():
         bootstrap_mean([])
     with pytest.raises(ValueError):
         paired_test({"a": 1.0}, {"b": 1.0})
+
+
+def test_drawn_once_the_statistics_are_those_of_drawing_each_anew():
+    """Intervals and tests from the kept draws equal, to the bit, those of drawing every
+    interval's and test's resamples anew (the report's code before), for right/wrong
+    scores and graded ones."""
+    import numpy as np
+
+    from helixbench.stats import bootstrap_macro, bootstrap_mean, paired_test
+
+    def interval(groups):
+        rng = np.random.default_rng(0)
+        means = [
+            v[rng.integers(0, v.size, size=(10_000, v.size))].mean(axis=1)
+            for v in (np.asarray(groups[t], float) for t in sorted(groups))
+        ]
+        low, high = np.quantile(np.mean(means, axis=0), [(1 - 0.95) / 2, (1 + 0.95) / 2])
+        return float(low), float(high)
+
+    def p_value(diffs):
+        signs = np.random.default_rng(0).choice((-1.0, 1.0), size=(10_000, diffs.size))
+        flipped = np.abs((signs * diffs).mean(axis=1))
+        return (np.count_nonzero(flipped >= abs(diffs.mean()) - 1e-12) + 1) / 10_001
+
+    rng = np.random.default_rng(7)
+    for graded in (False, True) * 6:
+        sizes = rng.integers(3, 90, size=rng.integers(1, 5))
+        groups = {
+            f"t{i}": rng.random(n) if graded else rng.integers(0, 2, n).astype(float)
+            for i, n in enumerate(sizes)
+        }
+        first = groups["t0"]
+        mean = bootstrap_mean(first)
+        assert (mean.low, mean.high) == interval({"t0": first})
+        macro = bootstrap_macro(groups)
+        assert (macro.low, macro.high) == interval(groups)
+        other = rng.random(first.size) if graded else rng.integers(0, 2, first.size) * 1.0
+        a = {str(i): v for i, v in enumerate(first)}
+        b = {str(i): v for i, v in enumerate(other)}
+        shared = sorted(a)
+        diffs = np.array([a[q] - b[q] for q in shared])
+        if diffs.any():
+            assert paired_test(a, b).p_value == p_value(diffs)

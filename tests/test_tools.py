@@ -552,7 +552,7 @@ def test_a_reports_tool_replies_replay_offline_on_another_machine(tmp_path):
     imported into another machine's empty cache, answer the same calls offline."""
     from helixbench.cli.commands import import_tool_replies
     from helixbench.errors import DataError
-    from helixbench.report.tool_replies import export_tool_replies
+    from helixbench.report.tool_replies import export_tool_replies, used_keys
     from helixbench.tools.executor import ToolExecutor, ToolSettings
     from helixbench.tools.urls import canonical_url
 
@@ -567,7 +567,7 @@ def test_a_reports_tool_replies_replay_offline_on_another_machine(tmp_path):
         ]
     }
     exported = tmp_path / "tool_replies.jsonl"
-    assert export_tool_replies(records, exported, tmp_path / "here.sqlite") == 1
+    assert export_tool_replies(used_keys(records), exported, tmp_path / "here.sqlite") == 1
     there = tmp_path / "there" / "tools.sqlite"
     import_tool_replies(exported, there)
     settings = {"mode": "offline", "cache": str(there), "budgets": str(tmp_path / "b")}

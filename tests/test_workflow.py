@@ -6,9 +6,12 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import yaml
@@ -42,6 +45,8 @@ def paper_config() -> dict:
     config["runs"].append(
         {"model": "codex", "method": "genegpt-000001", "benchmarks": ["geneturing"]}
     )
+    # The per-question table as CSV too, and every run in Every Eval Ever's format.
+    config["report"] = {"question_scores_csv": True, "exports": ["every-eval-ever"]}
     return config
 
 
@@ -210,24 +215,93 @@ def test_published_systems_on_one_leaderboard(mirror, tmp_path):
 
 @pytest.mark.workflow
 @PAPER_RUN
-def test_per_question_view_leaves_whole_runs_out_past_its_limit(mirror, paper_run, monkeypatch):
+def test_statistics_are_those_of_one_draw_per_interval_and_test(paper_run):
+    """The intervals and tests, drawn once per size and seed and computed as matrix
+    products, are those of drawing each resample's indices for every interval and
+    test (the report's code before), on the default config's runs."""
+    import numpy as np
+    import pandas as pd
+
+    from helixbench.report.question_scores import read_question_scores
+
+    def interval(groups):  # one generator, the tasks in sorted order, as before
+        rng = np.random.default_rng(0)
+        means = [
+            v[rng.integers(0, v.size, size=(10_000, v.size))].mean(axis=1)
+            for _, v in sorted(groups.items())
+        ]
+        return np.quantile(np.mean(means, axis=0), [(1 - 0.95) / 2, (1 + 0.95) / 2]).round(7)
+
+    report = paper_run / "results" / "report"
+    frame = read_question_scores([report / "question_scores.parquet"])
+    summary = pd.read_csv(report / "scores.csv")
+    checked = 0
+    for row in summary.itertuples():
+        metric, demos = row.metric.removesuffix("_excl_demos"), row.metric.endswith("_demos")
+        of_run = frame[(frame.run == f"{row.model} / {row.method}") & (frame.metric == metric)]
+        of_run = of_run[(of_run.benchmark == row.benchmark) & (of_run.demo.isna() | (not demos))]
+        if row.task != "macro":
+            of_run = of_run[of_run.task == row.task]
+        groups = {t: g.score.to_numpy() for t, g in of_run.groupby("task")}
+        assert list(interval(groups)) == [row.ci_low, row.ci_high], row
+        checked += 1
+    assert checked == len(summary) > 100
+    comparisons = pd.read_csv(report / "comparisons.csv")
+    for row in comparisons.itertuples():
+        a, b = (
+            frame[(frame.run == r) & (frame.task == row.task) & (frame.metric == row.metric)]
+            .set_index("question_id")
+            .score
+            for r in (row.run_a, row.run_b)
+        )
+        shared = sorted(set(a.index) & set(b.index))
+        diffs = a[shared].to_numpy() - b[shared].to_numpy()
+        if not diffs.any():
+            assert row.p_value == 1.0
+            continue
+        signs = np.random.default_rng(0).choice((-1.0, 1.0), size=(10_000, diffs.size))
+        flipped = np.abs((signs * diffs).mean(axis=1))
+        extreme = np.count_nonzero(flipped >= abs(diffs.mean()) - 1e-12)
+        assert row.p_value == round((extreme + 1) / 10_001, 4), row
+
+
+@pytest.mark.workflow
+@PAPER_RUN
+def test_each_runs_questions_load_on_demand_from_a_file_of_its_own(
+    mirror, paper_run, tmp_path, monkeypatch
+):
+    """Past the size the page loads at once, a run's questions come from runs/ when
+    the reader picks the run (here by the link's #run=), from file://, no server."""
     from helixbench import report
-    from helixbench.datasets.questions import read_questions
-    from helixbench.report.html import question_items
 
+    runs = paper_run / "results" / "report" / "runs" / "codex"
+    assert sorted(p.name for p in runs.iterdir()) == [
+        "genegpt-101110.js", "genegpt-full.js", "genegpt-slim.js"
+    ]  # fmt: skip
+    text = (runs / "genegpt-slim.js").read_text()
+    assert text.startswith("helixbenchRun(") and text.endswith(");\n")
+    data = json.loads(text[len("helixbenchRun(") : -3])
+    assert data["run"] == "codex / genegpt-slim" and len(data["questions"]) == 450
+    assert {q["status"] for q in data["questions"]} == {"right", "wrong"}
+    # The same report, as a sweep's: nothing loaded until a run is asked for.
+    out = paper_run / "results" / "report-large"
+    config = json.loads((paper_run / "results" / "report" / "config.json").read_text())
+    plan = build_plan(config, mirror)
     monkeypatch.chdir(paper_run)
-    plan = build_plan(paper_config(), mirror)
-    records, scores = report.load_records(plan), report.score_index(report.load_scores(plan))
-    questions = {q.id: q for q in read_questions(Path(paths.QUESTIONS))}
-
-    def primary(task):
-        return report.primary_metric(plan, task)
-
-    items, left_out = question_items(plan, records, scores, questions, {}, primary, limit=500)
-    assert {i["run"] for i in items} == {"codex / genegpt-slim"} and len(items) == 450
-    assert left_out == ["codex / genegpt-full", "codex / genegpt-101110"]
-    statuses = {i["status"] for i in items}
-    assert statuses == {"right", "wrong"}
+    monkeypatch.setattr(report, "AUTOLOAD_QUESTIONS", 10)
+    report.write_report(plan, config, "0" * 64, out)
+    shutil.copytree(paper_run / "results" / "report" / "runs", out / "runs")
+    page = out / "index.html"
+    dom, console = chromium.dump_dom(page, tmp_path / "profile")
+    assert 'data-ready="1"' in dom and "0 of 0 questions shown (choose a run)" in dom, console[
+        -2000:
+    ]
+    url = page.resolve().as_uri() + "#run=" + quote("codex / genegpt-full")
+    dom, console = chromium.dump_dom(url, tmp_path / "profile")
+    assert "450 of 450 questions shown" in dom
+    assert "geneturing.gene-alias.000" in dom and "codex / genegpt-full" in dom, console[-2000:]
+    assert "codex / genegpt-slim ·" not in dom  # only the run asked for
+    assert '<pre id="js-errors" class="err"></pre>' in dom
 
 
 @pytest.mark.workflow
@@ -347,8 +421,9 @@ def test_gene_sets_through_the_workflow(mirror, tmp_path):
     assert gsea["sets"] == "56" and gsea["parse_errors"] == "0"
     assert 0.2 < float(gsea["rougeL"]) < 0.35 and 0.7 < float(gsea["percentile"]) < 0.95
     assert (report / "percentile.png").read_bytes()[:4] == b"\x89PNG"
-    html = (report / "index.html").read_text()
-    assert 'id="genesets"' in html and "ERBB2, KRAS and HRAS take part in MAPK signaling" in html
+    assert 'id="genesets"' in (report / "index.html").read_text()
+    claims = (report / "runs" / "llm" / "geneagent.js").read_text()  # the run's questions
+    assert "ERBB2, KRAS and HRAS take part in MAPK signaling" in claims
     assert "## Gene sets (GeneAgent)" in (report / "report.md").read_text()
 
 
@@ -627,6 +702,9 @@ def test_report_score_and_run_jobs_work_in_their_conda_environments(mirror, pape
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("scores.csv", "leaderboard.csv", "question_scores.csv"):
         assert (out / name).read_text() == (report / name).read_text(), name
+    assert (out / "question_scores.parquet").read_bytes() == (
+        report / "question_scores.parquet"
+    ).read_bytes()
     run = build_plan(config, mirror).find("codex", "genegpt-slim")
     scoring = json.dumps(build_plan(config, mirror).scoring)
     args = ["score", "--spec", json.dumps(run.spec()), "--questions", paths.QUESTIONS]
@@ -681,3 +759,155 @@ def test_the_reports_ro_crate_states_what_produced_it(mirror, paper_run):
     ]
     slim = graph["#run-codex-genegpt-slim"]
     assert {o["@id"] for o in slim["object"]} >= {"config.json"} and len(slim["object"]) > 1
+
+
+def _python_312() -> str:
+    """An interpreter for Every Eval Ever (it needs Python >= 3.12): on PATH, or one of
+    pyenv's."""
+    import glob
+
+    found = [shutil.which(f"python3.{minor}") for minor in (12, 13, 14)]
+    found += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")))
+    for python in filter(None, found):
+        done = subprocess.run([python, "-c", "import sys; print(sys.version_info >= (3, 12))"],
+                              capture_output=True, text=True)  # fmt: skip
+        if done.stdout.strip() == "True":
+            return python
+    pytest.fail("Every Eval Ever's validator needs Python >= 3.12; none found")
+
+
+@pytest.fixture(scope="session")
+def eee_validator(tmp_path_factory) -> str:
+    """Every Eval Ever's own validator, from the package registry, in its own venv."""
+    venv = tmp_path_factory.mktemp("eee") / "venv"
+    subprocess.run([_python_312(), "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "every-eval-ever==0.3.0"]
+    done = subprocess.run(pip, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return str(venv / "bin" / "every_eval_ever")
+
+
+@pytest.mark.workflow
+@PAPER_RUN
+def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_validator):
+    """report.exports: [every-eval-ever] in the workflow: each run's aggregate and
+    instance files, checked by EEE's validator (schema and semantic rules)."""
+    exports = paper_run / "results" / "report" / "exports"
+    files = sorted(exports.glob("*/*/every-eval-ever/data/*/*/*/*.json*"))
+    assert len(files) == 2 * 3, files  # the three runs with records (000001 has none)
+    done = subprocess.run(
+        [eee_validator, "validate", *map(str, files), "--format", "json"],
+        capture_output=True,
+        text=True,
+    )
+    reports = json.loads(done.stdout)
+    assert done.returncode == 0 and all(r["valid"] and not r["errors"] for r in reports), reports
+    slim = next(f for f in files if "genegpt-slim" in str(f) and f.suffix == ".json")
+    aggregate = json.loads(slim.read_text())
+    scores = read_csv(paper_run / "results" / "report" / "scores.csv")
+    macro = next(
+        r for r in scores
+        if (r["method"], r["task"], r["metric"]) == ("genegpt-slim", "macro", "extracted")
+    )  # fmt: skip
+    result = next(
+        r for r in aggregate["evaluation_results"]
+        if r["evaluation_result_id"] == "geneturing/macro/extracted"
+    )  # fmt: skip
+    assert result["score_details"]["score"] == float(macro["score"])
+    interval = result["score_details"]["uncertainty"]["confidence_interval"]
+    assert (interval["lower"], interval["upper"]) == (
+        float(macro["ci_low"]),
+        float(macro["ci_high"]),
+    )
+    lines = slim.with_name(slim.stem + "_samples.jsonl").read_text().splitlines()
+    assert len(lines) == 450 == aggregate["detailed_evaluation_results"]["total_rows"]
+    first = json.loads(lines[0])
+    assert first["interaction_type"] == "agentic" and first["evaluation"]["tool_calls_count"] > 0
+
+
+@pytest.mark.workflow
+@PAPER_RUN
+def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
+    mirror, paper_run, tmp_path
+):
+    """A run as an Inspect eval log, written by Inspect's own writer in Inspect's own
+    environment (built as the workflow builds it), read back by read_eval_log and
+    listed and served by `inspect view`."""
+    import socket
+
+    import requests
+
+    env = tmp_path / "env" / "env.json"
+    args = [sys.executable, "-m", "helixbench", "env"]
+    args += [
+        str(REPO_ROOT / "workflow" / "envs" / "exports" / "inspect-ai.yaml"),
+        "--out",
+        str(env),
+    ]
+    done = subprocess.run(args, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    python = json.loads(env.read_text())["python"]
+    config = json.loads((paper_run / "results" / "report" / "config.json").read_text())
+    plan = build_plan(config, mirror)
+    run = plan.find("codex", "genegpt-101110")
+    out = tmp_path / "exports"
+    args = [sys.executable, "-m", "helixbench", "export", "--spec", json.dumps(run.spec())]
+    args += ["--questions", paths.QUESTIONS, "--scoring", json.dumps(plan.scoring)]
+    args += ["--scores", run.score_path, "--summary", run.summary_path, "--formats", "inspect"]
+    args += ["--inspect-env", str(env), "--out", str(out), *run.shard_paths()]
+    done = subprocess.run(args, cwd=paper_run, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (log,) = (out / "inspect").glob("*.eval")
+    check = (
+        "import sys, json\nfrom inspect_ai.log import read_eval_log\n"
+        "log = read_eval_log(sys.argv[1])\ns = log.samples[0]\n"
+        "print(json.dumps({'status': log.status, 'samples': len(log.samples),"
+        " 'means': {e.name: e.metrics['mean'].value for e in log.results.scores},"
+        " 'roles': [m.role for m in s.messages],"
+        " 'calls': sum(len(m.tool_calls or []) for m in s.messages if m.role == 'assistant'),"
+        " 'scores': sorted(s.scores)}))"
+    )
+    done = subprocess.run([python, "-c", check, str(log)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    back = json.loads(done.stdout)
+    assert back["status"] == "success" and back["samples"] == 100  # GeneHop's 2 tasks
+    assert back["roles"][:3] == ["user", "assistant", "tool"] and back["calls"] >= 1
+    assert back["scores"] == ["extracted", "genegpt", "strict"]
+    scores = read_csv(paper_run / "results" / "report" / "scores.csv")
+    tasks = [r for r in scores if r["method"] == "genegpt-101110" and r["metric"] == "extracted"]
+    macro = next(float(r["score"]) for r in tasks if r["task"] == "macro")
+    assert back["means"]["extracted"] == pytest.approx(macro)  # both tasks have 50 questions
+    with socket.socket() as probe:  # a free loopback port for inspect view
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    inspect = str(Path(python).parent / "inspect")
+    view = subprocess.Popen(
+        [
+            inspect,
+            "view",
+            "--log-dir",
+            str(out / "inspect"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        listing = None
+        for _ in range(120):
+            try:
+                listing = requests.get(f"http://127.0.0.1:{port}/api/log-files", timeout=5)
+                break
+            except requests.ConnectionError:
+                if view.poll() is not None:
+                    pytest.fail(view.stderr.read()[-3000:])
+                time.sleep(0.5)
+        assert listing is not None and listing.status_code == 200, listing
+        assert log.name in listing.text
+    finally:
+        view.terminate()
+        view.wait(timeout=30)

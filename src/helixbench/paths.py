@@ -25,8 +25,16 @@ TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded too
 RUNS_DIR = "results/runs"
 RUN_SHARD = RUNS_DIR + "/{model}/{method}/shard-{shard}-of-{shards}.jsonl"
 RUN_SCORES = "results/scores/{model}/{method}.jsonl"
+# A run's share of the report, written by its own job (report/run_summary.py).
+RUN_SUMMARY_DIR = "results/summaries/{model}/{method}"
+RUN_SUMMARY = RUN_SUMMARY_DIR + "/summary.json"
+RUN_SCORE_TABLE = RUN_SUMMARY_DIR + "/scores.parquet"
 
 REPORT_DIR = "results/report"
+# A run's questions and transcripts for the HTML report, loaded by index.html.
+RUN_DETAILS = REPORT_DIR + "/runs/{model}/{method}.js"
+# A run in other tools' formats (report.exports; report/exports.py).
+RUN_EXPORTS = REPORT_DIR + "/exports/{model}/{method}"
 
 
 @dataclass(frozen=True)
@@ -55,8 +63,8 @@ REPORT = (
     # same config, another machine replays the runs offline from them.
     ReportFile("tool_replies.jsonl"),
     # Per-question scores of every run (report/question_scores.py has the schema).
+    # (and as CSV, question_scores.csv, with the setting report.question_scores_csv)
     ReportFile("question_scores.parquet"),
-    ReportFile("question_scores.csv"),
     # What produced the report, as an RO-Crate (report/crate.py), written last, with
     # the validated config it cites.
     ReportFile("config.json"),

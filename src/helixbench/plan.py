@@ -145,6 +145,18 @@ class Run:
         ]
 
     @property
+    def summary_path(self) -> str:
+        return paths.RUN_SUMMARY.format(**self.wildcards)
+
+    @property
+    def score_table_path(self) -> str:
+        return paths.RUN_SCORE_TABLE.format(**self.wildcards)
+
+    @property
+    def details_path(self) -> str:
+        return paths.RUN_DETAILS.format(**self.wildcards)
+
+    @property
     def score_path(self) -> str:
         return paths.RUN_SCORES.format(**self.wildcards)
 

@@ -7,15 +7,63 @@ The paired test compares two runs on the same questions by sign-flipping their
 per-question differences: under "no difference" each difference is as likely
 negated; :func:`holm` corrects a family of such tests for multiplicity. Every
 function takes a seed, so an interval is the same on every rerun.
+
+Array speed: the draws depend only on the seed and the sizes, so they are made once
+per (sizes, seed) and kept (:func:`_draws`, :func:`_signs`), and the statistics are
+array operations on them. Where the values are whole numbers (right/wrong scores and
+their differences) a resample's mean is the product of how often it drew each value
+with the values: a matrix product, with exactly the sums of adding the drawn values
+one by one. Graded values are averaged from the drawn indices as before, since another
+order of summation could move the last digit. Either way the results are the same,
+to the bit, as drawing each interval's and each test's resamples anew.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 RESAMPLES = 10_000
+
+
+@lru_cache(maxsize=16)
+def _draws(sizes: tuple[int, ...], resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    """Per size, in order, from one generator: the indices each resample draws
+    (``rng.integers(0, size, size=(resamples, size))``)."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.integers(0, size, size=(resamples, size)) for size in sizes)
+
+
+@lru_cache(maxsize=16)
+def _counts(sizes: tuple[int, ...], resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    """Per size: how often each item is drawn in each resample (resamples x size)."""
+    out = []
+    for size, drawn in zip(sizes, _draws(sizes, resamples, seed), strict=True):
+        flat = (drawn + np.arange(resamples)[:, None] * size).ravel()
+        out.append(np.bincount(flat, minlength=resamples * size).reshape(resamples, size) * 1.0)
+    return tuple(out)
+
+
+def _resample_means(data: list[np.ndarray], resamples: int, seed: int) -> list[np.ndarray]:
+    """Each array's mean in every resample, the arrays drawn in order from one generator."""
+    sizes = tuple(v.size for v in data)
+    if all(np.array_equal(v, np.round(v)) for v in data):
+        counts = _counts(sizes, resamples, seed)
+        return [c @ v / v.size for c, v in zip(counts, data, strict=True)]
+    return [v[d].mean(axis=1) for d, v in zip(_draws(sizes, resamples, seed), data, strict=True)]
+
+
+@lru_cache(maxsize=16)
+def _signs(size: int, resamples: int, seed: int) -> np.ndarray:
+    """The sign flips of a permutation test: ``resamples`` x ``size`` of -1 and 1."""
+    return np.random.default_rng(seed).choice((-1.0, 1.0), size=(resamples, size))
+
+
+def _percentiles(samples: np.ndarray, confidence: float) -> tuple[float, float]:
+    low, high = np.quantile(samples, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(low), float(high)
 
 
 @dataclass(frozen=True)
@@ -33,10 +81,9 @@ def bootstrap_mean(
     data = np.asarray(list(values), dtype=float)
     if data.size == 0:
         raise ValueError("no values to bootstrap")
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    low, high = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return Interval(float(data.mean()), float(low), float(high), int(data.size))
+    (means,) = _resample_means([data], resamples, seed)
+    low, high = _percentiles(means, confidence)
+    return Interval(float(data.mean()), low, high, int(data.size))
 
 
 def bootstrap_macro(
@@ -48,17 +95,15 @@ def bootstrap_macro(
     """The mean of the task means, with an interval that resamples within each task."""
     if not per_task:
         raise ValueError("no tasks to bootstrap")
-    rng = np.random.default_rng(seed)
-    task_means = []
-    for task in sorted(per_task):  # a fixed order: the same draws on every rerun
-        data = np.asarray(per_task[task], dtype=float)
-        if data.size == 0:
+    tasks = sorted(per_task)  # a fixed order: the same draws on every rerun
+    data = [np.asarray(per_task[task], dtype=float) for task in tasks]
+    for task, values in zip(tasks, data, strict=True):
+        if values.size == 0:
             raise ValueError(f"task {task!r} has no scores")
-        task_means.append(data[rng.integers(0, data.size, size=(resamples, data.size))].mean(1))
-    macros = np.mean(task_means, axis=0)
-    low, high = np.quantile(macros, [(1 - confidence) / 2, (1 + confidence) / 2])
+    macros = np.mean(_resample_means(data, resamples, seed), axis=0)
+    low, high = _percentiles(macros, confidence)
     mean = float(np.mean([np.mean(per_task[t]) for t in per_task]))
-    return Interval(mean, float(low), float(high), sum(len(v) for v in per_task.values()))
+    return Interval(mean, low, high, sum(len(v) for v in per_task.values()))
 
 
 @dataclass(frozen=True)
@@ -89,9 +134,11 @@ def paired_test(
     observed = abs(diffs.mean())
     if not diffs.any():
         return PairedTest(0.0, 1.0, len(shared))
-    rng = np.random.default_rng(seed)
-    signs = rng.choice((-1.0, 1.0), size=(resamples, diffs.size))
-    flipped = np.abs((signs * diffs).mean(axis=1))
+    signs = _signs(diffs.size, resamples, seed)
+    if np.array_equal(diffs, np.round(diffs)):  # whole numbers: the product's sums are exact
+        flipped = np.abs(signs @ diffs / diffs.size)
+    else:
+        flipped = np.abs((signs * diffs).mean(axis=1))
     # The observed assignment counts as one of the permutations (never p = 0).
     extreme = np.count_nonzero(flipped >= observed - 1e-12)
     return PairedTest(float(diffs.mean()), (extreme + 1) / (resamples + 1), len(shared))

@@ -44,9 +44,11 @@ def _run(args: list[str], profile: Path) -> subprocess.CompletedProcess:
     )
 
 
-def dump_dom(page: Path, profile: Path) -> tuple[str, str]:
-    """The page's DOM after its scripts ran, and Chromium's log (console messages)."""
-    done = _run(["--dump-dom", page.resolve().as_uri()], profile)
+def dump_dom(page: Path | str, profile: Path) -> tuple[str, str]:
+    """The page's DOM after its scripts ran, and Chromium's log (console messages);
+    ``page``: a file, or a file:// URL (with a fragment, say)."""
+    uri = page if isinstance(page, str) else page.resolve().as_uri()
+    done = _run(["--dump-dom", uri], profile)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout, done.stderr
 

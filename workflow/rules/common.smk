@@ -143,16 +143,53 @@ ORIGINAL_ENV_IN_PLACE = (
 )
 
 
+# Environments of their own: the seed systems' (originals/) and the exporters' (exports/).
+ISOLATED_ENV_DIRS = ("originals", "exports")
+
+
+def _isolated_env_dir(env):
+    if WORKFLOW_DIR is None:
+        return "originals"
+    for folder in ISOLATED_ENV_DIRS:
+        if (WORKFLOW_DIR / "envs" / folder / f"{env}.yaml").is_file():
+            return folder
+    raise WorkflowError(
+        f"no environment file {env}.yaml in workflow/envs/originals or exports"
+    )
+
+
 def get_original_env_file(wildcards):
     if WORKFLOW_DIR is None:
         raise WorkflowError(
             "an original's environment needs the workflow's local envs/"
         )
-    return str(WORKFLOW_DIR / "envs" / "originals" / f"{wildcards.env}.yaml")
+    folder = _isolated_env_dir(wildcards.env)
+    return str(WORKFLOW_DIR / "envs" / folder / f"{wildcards.env}.yaml")
 
 
 def get_original_env_conda(wildcards):
-    return f"../envs/originals/{wildcards.env}.yaml"
+    return f"../envs/{_isolated_env_dir(wildcards.env)}/{wildcards.env}.yaml"
+
+
+EXPORTS = config.get("report", {}).get("exports", [])
+INSPECT_ENV = paths.ORIGINAL_ENV.format(env="inspect-ai")
+
+
+def get_export_inputs(wildcards):
+    run = get_run(wildcards)
+    inputs = {
+        "questions": paths.QUESTIONS,
+        "scores": run.score_path,
+        "summary": run.summary_path,
+        "shards": run.shard_paths(),
+    }
+    if "inspect" in EXPORTS:
+        inputs["inspect_env"] = INSPECT_ENV
+    return inputs
+
+
+def get_inspect_env_arg(wildcards):
+    return f"--inspect-env {INSPECT_ENV}" if "inspect" in EXPORTS else ""
 
 
 def get_run_env(wildcards):
@@ -187,9 +224,12 @@ def get_final_output():
 
 
 def get_report_outputs():
-    """The report's files (helixbench.paths.REPORT); those with a caption go into
+    """The report's files (helixbench.paths.REPORT, and the CSV copy of the
+    per-question table where the config asks); those with a caption go into
     Snakemake's own report under their category."""
     outputs = []
+    if config.get("report", {}).get("question_scores_csv"):
+        outputs.append(f"{paths.REPORT_DIR}/question_scores.csv")
     for file in paths.REPORT:
         path = f"{paths.REPORT_DIR}/{file.name}"
         if file.caption:
@@ -324,12 +364,14 @@ def get_recording_file(wildcards):
 
 
 def get_report_inputs():
-    """Everything the report reads: scores, run records, and for provenance the
-    snapshots and upstream files."""
-    files = [paths.QUESTIONS, *(run.score_path for run in PLAN.runs)]
-    files += [path for run in PLAN.runs for path in run.shard_paths()]
+    """Everything the report reads: the runs' summaries and per-question tables, and
+    for provenance the snapshots and upstream files."""
+    files = [paths.QUESTIONS, *(run.summary_path for run in PLAN.runs)]
+    files += [run.score_table_path for run in PLAN.runs]
     files += [path for run in PLAN.runs for path in run.snapshot_paths]
     files += [seed for run in PLAN.runs for seed in run.seed_markers]
+    if EXPORTS:
+        files += [paths.RUN_EXPORTS.format(**run.wildcards) for run in PLAN.runs]
     files += [upstream_path(f) for f in PLAN.upstream_files()]
     return list(dict.fromkeys(files))
 

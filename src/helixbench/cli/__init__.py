@@ -199,6 +199,34 @@ def _job_commands(sub) -> None:
     p.add_argument("shards", nargs="+", help="the run's shard files")
     p.set_defaults(func=jobs.score)
 
+    p = sub.add_parser(
+        "summarize",
+        description="A run's share of the report: its per-question table, its rows of the "
+        "report's tables, and its questions for the HTML page.",
+    )
+    p.add_argument("--spec", required=True, help="the run's JSON spec from the plan")
+    p.add_argument("--questions", required=True, help="the question table")
+    p.add_argument("--scoring", required=True, help="the config's scoring section as JSON")
+    p.add_argument("--scores", required=True, help="the run's scores (JSON lines)")
+    p.add_argument("--out", required=True, help="the run's summary.json (its folder gets the rest)")
+    p.add_argument("--details", required=True, help="the run's questions for the HTML report")
+    p.add_argument("shards", nargs="+", help="the run's shard files")
+    p.set_defaults(func=jobs.summarize)
+
+    p = sub.add_parser(
+        "export", description="A run in other tools' formats (Every Eval Ever, Inspect)."
+    )
+    p.add_argument("--spec", required=True, help="the run's JSON spec from the plan")
+    p.add_argument("--questions", required=True, help="the question table")
+    p.add_argument("--scoring", required=True, help="the config's scoring section as JSON")
+    p.add_argument("--scores", required=True, help="the run's scores (JSON lines)")
+    p.add_argument("--summary", required=True, help="the run's summary.json")
+    p.add_argument("--formats", required=True, nargs="+", help="every-eval-ever, inspect")
+    p.add_argument("--inspect-env", help="the inspect environment's marker (env.json)")
+    p.add_argument("--out", required=True, help="the run's export folder")
+    p.add_argument("shards", nargs="+", help="the run's shard files")
+    p.set_defaults(func=jobs.export)
+
     p = sub.add_parser("env", description="Build a seed system's own environment.")
     p.add_argument("env_file", help="its environment file, workflow/envs/originals/<name>.yaml")
     p.add_argument("--out", required=True, help="the environment's marker, <dir>/env.json")

@@ -101,6 +101,38 @@ def score(args) -> None:
     )
 
 
+def summarize(args) -> None:
+    from ..report.run_summary import summarize_run
+
+    summarize_run(
+        json.loads(args.spec),
+        json.loads(args.scoring),
+        Path(args.questions),
+        [Path(p) for p in args.shards],
+        Path(args.scores),
+        Path(args.out).parent,
+        Path(args.details),
+    )
+
+
+def export(args) -> None:
+    from ..report.exports import export_run
+
+    python = json.loads(Path(args.inspect_env).read_text())["python"] if args.inspect_env else None
+    written = export_run(
+        json.loads(args.spec),
+        json.loads(args.scoring),
+        Path(args.questions),
+        [Path(p) for p in args.shards],
+        Path(args.scores),
+        Path(args.summary),
+        Path(args.out),
+        args.formats,
+        inspect_python=python,
+    )
+    logging.info("exported %s", ", ".join(str(p) for p in written))
+
+
 def report(args) -> None:
     from ..config import config_hash
     from ..report import write_report

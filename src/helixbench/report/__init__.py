@@ -1,9 +1,12 @@
 """The report: every table, figure and text under ``results/report/``.
 
-Everything is computed from the run and score files the plan names, so rerunning
-the report on the same results gives the same numbers. :func:`write_report` is
-the table of contents; each module holds one concern (the files' names, captions
-and categories are in :data:`helixbench.paths.REPORT_FILES`).
+Each run's share is computed in its own job as the run finishes
+(:mod:`.run_summary`: its per-question table, its rows of the tables, the facts of
+its records, its questions for the HTML page); the report joins those small files,
+so a sweep of a thousand runs is reported in minutes, and adding a run recomputes
+that run and the join. Rerunning on the same results gives the same numbers.
+:func:`write_report` is the table of contents; each module holds one concern (the
+files' names, captions and categories are in :data:`helixbench.paths.REPORT_FILES`).
 """
 
 from __future__ import annotations
@@ -16,63 +19,79 @@ import pandas as pd
 from .. import paths
 from ..datasets.questions import read_questions
 from ..plan import Plan
-from ..run_health import run_warnings
-from .comparisons import comparison_table, shown_comparisons
+from .comparisons import asked_pairs, comparison_table, pair_formula
 from .crate import CONFIG_FILE, CRATE_FILE, write_crate
-from .errors import error_types, table4_agreement
+from .errors import table4_agreement
 from .geneagent_paper import geneagent_paper_table, paper_layout
 from .genesets import geneset_percentiles, geneset_table
 from .headline import headline_sentence, headline_table
 from .imported import import_table, imported_runs
+from .joined import (
+    joined_bank,
+    joined_cost,
+    joined_rows,
+    joined_scores,
+    read_run_scores,
+    read_summaries,
+)
 from .layouts import ablation_table, genehop_table, table2
 from .leaderboard import geneset_leaderboard, leaderboard
 from .markdown import _markdown
-from .operations import agent_table, cost_table, error_table, replay_table
 from .protocols import protocol_table, protocol_tests
 from .provenance import provenance
-from .question_bank import (
-    CITATIONS,
-    bank_layout,
-    bank_leaderboard,
-    bank_table,
-    overlap_golds,
-    overlap_table,
-)
-from .question_scores import question_score_table, write_question_scores
+from .question_bank import CITATIONS, bank_layout, overlap_golds, overlap_table
 from .records import load_records, load_scores, primary_metric, score_index
-from .scores import score_table
 from .text import fmt
 from .tool_replies import export_tool_replies
 
+__all__ = ["load_records", "load_scores", "primary_metric", "score_index", "write_report"]
+
+# Up to this many questions in all, the page loads every run's questions as it opens
+# (and renders their transcripts), as a small report's reader expects; past it, a run's
+# are loaded when the reader picks it.
+AUTOLOAD_QUESTIONS = 5000
+# Pairs of the headline shown on the page per benchmark (all in headline.csv).
+HEADLINE_SHOWN = 12
+
 
 def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) -> None:
+    from .details import CALLBACK, MAX_TEXT_CHARS
     from .figures import ablation_figure, leaderboard_figure, percentile_figure
-    from .html import html_table, inline_svg, prompt_headers, question_items, write_html
+    from .html import html_table, inline_svg, write_html
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     questions = {q.id: q for q in read_questions(Path(paths.QUESTIONS))}
-    scores = load_scores(plan)
-    summary = score_table(plan, scores)
-    records = load_records(plan)
-    index = score_index(scores)
-    bank = bank_table(plan, scores)
+    summaries = read_summaries(plan)
+    facts = {
+        task: next(f for f in summaries[task.label]["tasks"] if f["task"] == task.task)
+        for task in plan.tasks
+    }
+    report_options = config.get("report", {})
+    scores = read_run_scores(
+        plan, config_digest, out_dir, csv=report_options.get("question_scores_csv", False)
+    )
+    summary = joined_scores(plan, summaries)
+    index = score_index(scores[scores.primary | scores.metric.isin(["extracted", "embedding"])])
+    bank, bank_board = joined_bank(plan, summaries)
     overlap = overlap_table(questions)
     golds = overlap_golds(questions)
-    taxonomy, labels = error_types(plan, records, index, questions)
+    taxonomy = joined_rows(plan, summaries, "taxonomy")
     board = leaderboard(plan, summary, scores)
     geneset_board = geneset_leaderboard(plan, summary)
+    protocols = protocol_table(plan, summary, facts)
+    pairs = asked_pairs(plan, summary)
     csv_tables = {  # each written as <name>.csv
         "scores": summary,
-        "replay": replay_table(plan, records),
-        "errors": error_table(plan, records),
-        "cost": cost_table(plan, records, config.get("prices", {})),
+        "replay": joined_rows(plan, summaries, "replay"),
+        "errors": joined_rows(plan, summaries, "errors"),
+        "cost": joined_cost(plan, summaries, config.get("prices", {})),
         "table2": table2(plan, summary),
-        "comparisons": comparison_table(plan, index),
-        "protocols": protocol_table(plan, summary, records),
-        "protocol_tests": protocol_tests(plan, index),
+        "comparisons": comparison_table(plan, index, summary),
+        "protocols": protocols,
+        "protocol_tests": protocol_tests(plan, index, protocols),
         "question_bank": bank,
-        "question_bank_leaderboard": bank_leaderboard(plan, scores, questions),
+        "question_bank_leaderboard": bank_board,
         "overlap": overlap,
         "overlap_golds": golds,
         "taxonomy": taxonomy,
@@ -81,21 +100,16 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "genesets_leaderboard": geneset_board,
         "headline": headline_table(plan, index, board, geneset_board),
         "imports": import_table(plan, questions),
-        "agents": agent_table(plan, records),
-        "genesets": geneset_table(plan, summary, records),
+        "agents": joined_rows(plan, summaries, "agents"),
+        "genesets": geneset_table(plan, summary, facts),
         "geneagent_paper": geneagent_paper_table(plan, scores, summary),
     }
     for name, table in csv_tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
     replay, errors, costs = csv_tables["replay"], csv_tables["errors"], csv_tables["cost"]
-    comparisons, protocols = csv_tables["comparisons"], csv_tables["protocols"]
-    tests, ablation, genesets = (
-        csv_tables["protocol_tests"],
-        csv_tables["ablation"],
-        csv_tables["genesets"],
-    )
+    comparisons, tests = csv_tables["comparisons"], csv_tables["protocol_tests"]
+    ablation, genesets = csv_tables["ablation"], csv_tables["genesets"]
     imports, agents, headline = csv_tables["imports"], csv_tables["agents"], csv_tables["headline"]
-    bank_board = csv_tables["question_bank_leaderboard"]
     t2 = csv_tables["table2"]
     (out_dir / "table2.md").write_text(t2.to_markdown(index=False, disable_numparse=True) + "\n")
     hop = genehop_table(plan, summary)
@@ -115,14 +129,14 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     imported = imported_runs(plan, board)
     leaderboard_figure(board, out_dir)
     ablation_figure(ablation, out_dir)
-    export_tool_replies(records, out_dir / "tool_replies.jsonl")
-    prov = provenance(plan, records, config, config_digest)
-    (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
-    write_question_scores(
-        question_score_table(plan, scores, config_digest), out_dir, prov["helixbench"]
+    export_tool_replies(
+        [k for s in summaries.values() for k in s["tool_keys"]], out_dir / "tool_replies.jsonl"
     )
+    prov = provenance(plan, facts, config, config_digest)
+    (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     t2_nodemo = table2(plan, summary, "genegpt_excl_demos")
     t2_intervals = table2(plan, summary, intervals=True)
+    formula = pair_formula(plan, pairs)
     tables = {
         "headline": headline,
         "t2": t2_intervals,
@@ -133,6 +147,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "costs": costs,
         "agents": agents,
         "comparisons": comparisons,
+        "comparison_formula": formula,
         "protocols": protocols,
         "protocol_tests": tests,
         "taxonomy": taxonomy,
@@ -145,12 +160,19 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "geneagent_paper": csv_tables["geneagent_paper"],
         "bank": bank_section if covered else None,
     }
-    notes = plan.notes + run_warnings(plan.tasks, records)
+    notes = plan.notes + [w for s in summaries.values() for w in s["warnings"]]
     (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
     replay_calls = int(replay.calls.sum()) if not replay.empty else 0
-    items, left_out = question_items(
-        plan, records, index, questions, labels, lambda t: primary_metric(plan, t)
-    )
+    runs = [
+        {
+            "label": run.label,
+            "file": _relative(run.details_path),
+            "questions": sum(facts[t]["questions"] for t in run.tasks),
+        }
+        for run in plan.runs
+    ]
+    total = sum(r["questions"] for r in runs)
+    headline_rows = headline.groupby("benchmark", sort=False).head(HEADLINE_SHOWN)
     write_html(
         out_dir / "index.html",
         {
@@ -158,54 +180,74 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
             "notes": notes,
             "headline": [
                 {**row, "sentence": headline_sentence(row, fmt)}
-                for row in headline.to_dict("records")
+                for row in headline_rows.to_dict("records")
             ],
+            "headline_more": len(headline) - len(headline_rows),
             "leaderboard": board.to_dict("records"),
             "geneset_leaderboard": geneset_board.to_dict("records"),
             "imported": imported,
-            "imports": html_table(imports),
+            "imports": html_table(imports, "imports.csv"),
             "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
             "tables": {
-                "comparisons": html_table(shown_comparisons(comparisons).drop(columns="pair")),
-                "protocols": html_table(protocols) if not protocols.empty else None,
-                "protocol_tests": html_table(tests) if not tests.empty else None,
-                "table2": html_table(t2_intervals),
-                "table2_nodemo": html_table(t2_nodemo),
-                "table2_strict": html_table(table2(plan, summary, "strict", intervals=True)),
-                "ablation": html_table(ablation),
-                "genehop": html_table(hop),
-                "genesets": html_table(genesets) if not genesets.empty else None,
-                "geneagent_paper": html_table(paper_layout(csv_tables["geneagent_paper"]))
+                "comparisons": html_table(comparisons, "comparisons.csv"),
+                "protocols": html_table(protocols, "protocols.csv"),
+                "protocol_tests": html_table(tests, "protocol_tests.csv"),
+                "table2": html_table(t2_intervals, "table2.csv"),
+                "table2_nodemo": html_table(t2_nodemo, "scores.csv"),
+                "table2_strict": html_table(
+                    table2(plan, summary, "strict", intervals=True), "scores.csv"
+                ),
+                "ablation": html_table(ablation, "ablation.csv"),
+                "genehop": html_table(hop, "genehop.md"),
+                "genesets": html_table(genesets, "genesets.csv"),
+                "geneagent_paper": html_table(
+                    paper_layout(csv_tables["geneagent_paper"]), "geneagent_paper.csv"
+                )
                 if not csv_tables["geneagent_paper"].empty
                 else None,
-                "bank_leaderboard": html_table(bank_board) if covered else None,
-                "overlap": html_table(bank_section["overlap"]) if covered else None,
-                "overlap_golds": html_table(bank_section["golds"]) if covered else None,
-                "taxonomy": html_table(taxonomy),
+                "bank_leaderboard": html_table(bank_board, "question_bank_leaderboard.csv")
+                if covered
+                else None,
+                "overlap": html_table(bank_section["overlap"], "overlap.csv") if covered else None,
+                "overlap_golds": html_table(bank_section["golds"], "overlap_golds.csv")
+                if covered
+                else None,
+                "taxonomy": html_table(taxonomy, "taxonomy.csv"),
                 "table4": html_table(pd.DataFrame(table4["rows"])) if table4 else None,
-                "cost": html_table(costs),
-                "errors": html_table(errors),
+                "cost": html_table(costs, "cost.csv"),
+                "errors": html_table(errors, "errors.csv"),
             },
             "bank": [
                 {"name": b["name"], "citation": b["citation"], "table": html_table(b["layout"])}
                 for b in bank_section["benchmarks"]
             ],
             "table4": table4,
-            "comparisons_shown": len(shown_comparisons(comparisons)),
+            "comparisons_shown": len(comparisons),
+            "comparison_formula": formula,
             "replay_hits": int(replay.hits.sum()) if not replay.empty else 0,
             "replay_calls": replay_calls,
-            "runs": list(dict.fromkeys(q["run"] for q in items)),
-            "left_out": left_out,
+            "runs": runs,
+            "autoload": total <= AUTOLOAD_QUESTIONS,
+            "eager": total <= AUTOLOAD_QUESTIONS,
+            "callback": CALLBACK,
+            "max_text_chars": MAX_TEXT_CHARS,
             "task_names": list(dict.fromkeys(t.task for t in plan.tasks)),
-            "headers": prompt_headers(records),
-            "questions": items,
         },
     )
     described = [n for n in paths.REPORT_FILES if n not in (CRATE_FILE, CONFIG_FILE)]
-    write_crate(out_dir, described, plan, records, prov)
+    write_crate(out_dir, described, plan, facts, prov)
     missing = [name for name in paths.REPORT_FILES if not (out_dir / name).is_file()]
     if missing:  # the report rule declares every file of paths.REPORT as its output
         raise RuntimeError(f"the report did not write {', '.join(missing)}")
+
+
+def _relative(details_path: str) -> str:
+    """A run's details file as the page links it (relative to the report directory),
+    each part percent-encoded (a model's name may hold any character a URL reserves)."""
+    from urllib.parse import quote
+
+    inside = Path(details_path).relative_to(paths.REPORT_DIR)
+    return "/".join(quote(part) for part in inside.parts)
 
 
 FIGURE_NAMES = ("leaderboard", "ablation", "percentile")

@@ -1,10 +1,12 @@
 """Paired tests between runs (``comparisons.csv``, ``helixbench compare``).
 
-The report shows the comparisons a reader asks for: one model under two methods
-(with tools or without, one prompt or another) and two models under one method,
-with Holm's correction over the tests it shows. ``comparisons.csv`` holds every
-test made (every pair of runs when there are few), each marked with the reader's
-question it answers, if any.
+The report tests the pairs a reader asks for, which grow with the runs, not with
+their square: per benchmark, each model's runs against its best run there (one
+model across methods), each method's runs against its best run there (one method
+across models), and each model's runs against its own baseline (no-tools,
+closed-book). "Best" is the run's mean primary score over the benchmark's tasks
+(ties: the run first in the config). Each pair is tested per task both ran, with
+Holm's correction over every test. ``helixbench compare`` tests any other two.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from ..stats import holm, paired_test
 from .records import ScoreIndex, primary_metric
 from .scores import ROUND
 
-MAX_ALL_PAIRS = 8  # up to this many runs, every pair is tested; beyond, each against the first
+BASELINE_KINDS = frozenset({"no-tools", "closed-book"})
 
 COMPARISON_COLUMNS = [
     "run_a",
@@ -29,46 +31,91 @@ COMPARISON_COLUMNS = [
     "score_b",
     "difference",
     "p_value",
-    "pair",  # "same model" / "same method": a comparison the report shows; "" otherwise
-    "p_holm",  # Holm-adjusted over the comparisons the report shows
+    "pair",  # why it is tested: "same model", "same method" or "vs baseline"
+    "p_holm",  # Holm-adjusted over every test of the table
 ]
 
 
-def comparison_table(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
-    """Paired tests (sign-flip permutation over the shared questions) between runs,
-    per task on its primary metric: every pair when there are few runs, else each
-    run against the first; and always the pairs a reader asks for (one model under
-    two methods, two models under one method), marked in ``pair`` and corrected
-    together by Holm's method. ``helixbench compare`` tests any other two."""
-    runs = plan.runs
-    asked = {}
-    for i, a in enumerate(runs):
-        for b in runs[i + 1 :]:
-            if a.model == b.model:
-                asked[a.label, b.label] = "same model"
-            elif a.method == b.method:
-                asked[a.label, b.label] = "same method"
-    labels = [r.label for r in runs]
-    if len(labels) <= MAX_ALL_PAIRS:
-        pairs = [(a, b) for i, a in enumerate(labels) for b in labels[i + 1 :]]
-    else:
-        pairs = [(labels[0], b) for b in labels[1:]]
-        pairs += [pair for pair in asked if pair not in pairs]
-    tasks = {r.label: {(t.benchmark, t.task) for t in r.tasks} for r in runs}
-    rows = []
-    for a, b in pairs:
-        for benchmark, task in sorted(tasks[a] & tasks[b]):
-            for row in compare_runs(plan, scores, a, b, benchmark, task):
-                rows.append({**row, "pair": asked.get((a, b), ""), "p_holm": None})
-    shown = [row for row in rows if row["pair"]]
-    for row, adjusted in zip(shown, holm([r["p_value"] for r in shown]), strict=True):
+def asked_pairs(plan: Plan, summary: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """(benchmark, run a, run b, why): the pairs the report tests (module docstring),
+    a before b in the config, each pair once per benchmark."""
+    order = {r.label: i for i, r in enumerate(plan.runs)}
+    strength = _strength(plan, summary)
+    pairs: dict[tuple[str, frozenset], tuple[str, str, str, str]] = {}
+
+    def add(benchmark, a, b, why):
+        key = (benchmark, frozenset((a.label, b.label)))
+        if a.label != b.label and key not in pairs:
+            first, second = sorted((a.label, b.label), key=order.__getitem__)
+            pairs[key] = (benchmark, first, second, why)
+
+    for benchmark in dict.fromkeys(t.benchmark for t in plan.tasks):
+        runs = [r for r in plan.runs if any(t.benchmark == benchmark for t in r.tasks)]
+        for why, of in (("same model", lambda r: r.model), ("same method", lambda r: r.method)):
+            groups: dict[str, list] = {}
+            for run in runs:
+                groups.setdefault(of(run), []).append(run)
+            for group in groups.values():
+                best = max(
+                    group, key=lambda r: (strength.get((r.label, benchmark), -1.0), -order[r.label])
+                )
+                for run in group:
+                    add(benchmark, best, run, why)
+        baselines: dict[str, list] = {}
+        for run in runs:
+            if run.first.method_spec.get("kind") in BASELINE_KINDS:
+                baselines.setdefault(run.model, []).append(run)
+        for run in runs:
+            if run.first.method_spec.get("kind") not in BASELINE_KINDS:
+                for base in baselines.get(run.model, []):
+                    add(benchmark, run, base, "vs baseline")
+    return list(pairs.values())
+
+
+def pair_formula(plan: Plan, pairs: list) -> str:
+    """How many pairs the report tests and why that many, in words."""
+    benchmarks = list(dict.fromkeys(p[0] for p in pairs))
+    why = {w: sum(p[3] == w for p in pairs) for w in ("same model", "same method", "vs baseline")}
+    return (
+        f"per benchmark, Σ over models (its runs − 1) + Σ over methods (its runs − 1) + the "
+        f"baseline pairs not already counted = {why['same model']:,} + {why['same method']:,} "
+        f"+ {why['vs baseline']:,} = {len(pairs):,} pair{'s' * (len(pairs) != 1)} over "
+        f"{len(benchmarks)} "
+        f"benchmark{'s' * (len(benchmarks) != 1)} ({len(plan.runs):,} runs), each tested on "
+        "every task both ran"
+    )
+
+
+def _strength(plan: Plan, summary: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """(run, benchmark) -> the mean of its tasks' primary scores there."""
+    if summary.empty:
+        return {}
+    rows = summary[summary.task != "macro"]
+    primary = {t: primary_metric(plan, t) for t in rows.task.unique()}
+    rows = rows[[primary[t] == m for t, m in zip(rows.task, rows.metric, strict=True)]]
+    means = rows.assign(run=rows.model + " / " + rows.method).groupby(["run", "benchmark"]).score
+    return {key: float(v) for key, v in means.mean().items()}
+
+
+def comparison_table(plan: Plan, scores: ScoreIndex, summary: pd.DataFrame) -> pd.DataFrame:
+    """Paired tests (sign-flip permutation over the shared questions) of the asked
+    pairs (:func:`asked_pairs`), per task on its primary metric, Holm over all."""
+    tasks = {r.label: {(t.benchmark, t.task) for t in r.tasks} for r in plan.runs}
+    jobs = []  # (pair, task) in the table's order
+    for benchmark, a, b, why in asked_pairs(plan, summary):
+        shared = sorted((bm, t) for bm, t in tasks[a] & tasks[b] if bm == benchmark)
+        jobs += [(benchmark, a, b, why, task) for _, task in shared]
+    # Computed a task at a time: its tests share the sign flips of its size (stats).
+    done = {}
+    for i in sorted(range(len(jobs)), key=lambda i: jobs[i][4]):
+        benchmark, a, b, _, task = jobs[i]
+        done[i] = compare_runs(plan, scores, a, b, benchmark, task)
+    rows = [
+        {**row, "pair": job[3], "p_holm": None} for i, job in enumerate(jobs) for row in done[i]
+    ]
+    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
         row["p_holm"] = round(adjusted, 4)
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
-
-
-def shown_comparisons(comparisons: pd.DataFrame) -> pd.DataFrame:
-    """The comparisons the report shows (a reader's pairs), with their Holm p-values."""
-    return comparisons[comparisons.pair != ""]
 
 
 def compare_runs(plan: Plan, scores: ScoreIndex, a: str, b: str, benchmark: str, task: str):

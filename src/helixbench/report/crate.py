@@ -61,7 +61,7 @@ def write_crate(
     out_dir: Path,
     files: list[str],
     plan: Plan,
-    records: dict[RunTask, list[dict]],
+    facts: dict[RunTask, dict],
     prov: dict,
 ) -> Path:
     """Write ``out_dir/ro-crate-metadata.json`` over ``files`` (names in ``out_dir``)."""
@@ -75,7 +75,7 @@ def write_crate(
     )
     finished = {
         run.label: max(
-            (r["finished_at"] for t in run.tasks for r in records.get(t, [])), default=None
+            (facts[t]["finished_at"] for t in run.tasks if facts[t]["finished_at"]), default=None
         )
         for run in plan.runs
     }
@@ -226,11 +226,7 @@ def write_crate(
             )
     scores = by_name.get("question_scores.parquet")
     for run in plan.runs:
-        used = {
-            records[t][0]["snapshot_id"]
-            for t in run.tasks
-            if records.get(t) and records[t][0].get("snapshot_id")
-        }
+        used = {facts[t]["snapshot_id"] for t in run.tasks if facts[t]["snapshot_id"]}
         action = {
             "@type": "CreateAction",
             "name": f"run {run.label}",

@@ -20,6 +20,9 @@ FIGURES = ("leaderboard", "ablation", "percentile")
 WIDTH_IN = 4.8
 # A run and dataset with fewer sets than this has no distribution worth a curve.
 MIN_SETS = 5
+# Runs drawn per benchmark on the leaderboard figure (a sweep's thousand bars are read by
+# no one; leaderboard.csv has them all).
+TOP_RUNS = 15
 
 
 def _save(fig, out_dir: Path, name: str) -> None:
@@ -45,10 +48,12 @@ def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
     """Macro score per run on extracted answers with its 95% bootstrap interval, and
     the upstream (strict formatting) score beside it; imported runs hatched, runs that
     cover fewer of their benchmark's tasks paler and labelled so. Each run's label
-    stands above its bar, so the plot keeps the figure's whole width."""
+    stands above its bar, so the plot keeps the figure's whole width. The first
+    :data:`TOP_RUNS` of each benchmark."""
     data = board.dropna(subset=["extracted"])
     if data.empty:
         return _save(_empty("no run with a macro score"), out_dir, "leaderboard")
+    data = data[data["rank"] <= TOP_RUNS]
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.62 * len(data) + 0.9))
     y = list(range(len(data)))
     ax.barh(

@@ -25,9 +25,7 @@ GENESET_COLUMNS = [
 ]
 
 
-def geneset_table(
-    plan: Plan, summary: pd.DataFrame, records: dict[RunTask, list[dict]]
-) -> pd.DataFrame:
+def geneset_table(plan: Plan, summary: pd.DataFrame, facts: dict[RunTask, dict]) -> pd.DataFrame:
     """Gene sets (GeneAgent's datasets): per run and dataset, each metric's mean with
     its 95% bootstrap interval, the sets without a parsable name, and the verification
     statistics of the geneagent method (claims by verdict, tool calls and failures)."""
@@ -37,28 +35,22 @@ def geneset_table(
     for task in plan.tasks:
         if task.benchmark != "genesets":
             continue
-        of_task = records[task]
-        row = {"run": task.label, "dataset": task.task, "sets": len(of_task)}
+        of_task = facts[task]
+        row = {"run": task.label, "dataset": task.task, "sets": of_task["questions"]}
         for metric in GENESET_METRICS:
             hit = lookup.get((task.model, task.method, task.task, metric))
             row[metric] = hit.score if hit else None
             row[f"{metric}_ci"] = f"{fmt(hit.ci_low)}-{fmt(hit.ci_high)}" if hit else ""
-        row["parse_errors"] = sum(r["error"] == "parse_error" for r in of_task)
-        row["other_errors"] = sum(r["error"] not in (None, "parse_error") for r in of_task)
-        claims = [e["data"] for r in of_task for e in r["events"] if e["type"] == "claim"]
-        row["claims"] = len(claims)
+        errors = of_task["errors"]
+        row["parse_errors"] = errors.get("parse_error", 0)
+        row["other_errors"] = sum(n for kind, n in errors.items() if kind != "parse_error")
+        row["claims"] = len(of_task["claims"])
         for verdict in VERDICTS:
-            row[verdict] = sum(c["verdict"] == verdict for c in claims)
-        calls = [e["data"] for r in of_task for e in r["events"] if e["type"] == "tool"]
-        row["tool_calls"] = len(calls)
-        row["tool_errors"] = sum(bool(c.get("error")) for c in calls)
+            row[verdict] = of_task["claims"].count(verdict)
+        row["tool_calls"] = of_task["tool_calls"]
+        row["tool_errors"] = of_task["tool_failures"]
         # brad: the share of a set's genes whose summary was retrieved, over its sets.
-        recalls = [
-            e["data"]["recall"]
-            for r in of_task
-            for e in r["events"]
-            if e["type"] == "retrieval" and e["data"].get("recall") is not None
-        ]
+        recalls = of_task["recalls"]
         row["retrieval_recall"] = round(sum(recalls) / len(recalls), 4) if recalls else None
         rows.append(row)
     return pd.DataFrame(rows, columns=GENESET_COLUMNS)

@@ -15,12 +15,12 @@ import pandas as pd
 
 from ..plan import Plan
 from ..stats import bootstrap_macro
+from .comparisons import BASELINE_KINDS
 from .leaderboard import GENESETS
 from .protocols import metric_of
 from .records import ScoreIndex, macro_paired_test, paired_by_task
 from .scores import ROUND
 
-BASELINE_KINDS = {"no-tools", "closed-book"}
 HEADLINE_COLUMNS = [
     "benchmark",
     "comparison",
@@ -42,14 +42,16 @@ def _pairs(plan: Plan, ranked: list[str], benchmark: str) -> list[tuple[str, str
     against its baseline on this benchmark."""
     pairs = [("best vs next", ranked[0], ranked[1])] if len(ranked) > 1 else []
     runs = {r.label: r for r in plan.runs if any(t.benchmark == benchmark for t in r.tasks)}
+    baselines: dict[str, list] = {}
+    for run in runs.values():
+        if run.first.method_spec.get("kind") in BASELINE_KINDS:
+            baselines.setdefault(run.model, []).append(run)
     for label in ranked:
         run = runs[label]
         if run.first.method_spec.get("kind") in BASELINE_KINDS:
             continue
-        for base in runs.values():
-            same_model = base.model == run.model and base.label != label
-            if same_model and base.first.method_spec.get("kind") in BASELINE_KINDS:
-                pairs.append((f"vs its {base.method} baseline", label, base.label))
+        for base in baselines.get(run.model, []):
+            pairs.append((f"vs its {base.method} baseline", label, base.label))
     seen, unique = set(), []
     for comparison, a, b in pairs:
         if frozenset((a, b)) not in seen:

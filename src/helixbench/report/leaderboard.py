@@ -51,16 +51,12 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
     else:
         badly = answers = pd.Series(dtype=int)
     rows = []
+    macros = macro_rows(summary)
     for run in plan.runs:
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
             if benchmark in OWN_LEADERBOARD:
                 continue
-            sel = summary[
-                (summary.model == run.model)
-                & (summary.method == run.method)
-                & (summary.benchmark == benchmark)
-                & (summary.task == "macro")
-            ]
+            sel = macros.get((run.model, run.method, benchmark), summary.iloc[:0])
             source = plan.sources.get(run.model)
             row = {
                 "run": run.label,
@@ -84,6 +80,13 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
         ["benchmark", "extracted", "genegpt"], ascending=[False, False, False], na_position="last"
     )
     return ranked(table, "benchmark")
+
+
+def macro_rows(summary: pd.DataFrame) -> dict[tuple[str, str, str], pd.DataFrame]:
+    """(model, method, benchmark) -> its macro rows of scores.csv, grouped once (a
+    sweep's table has a row per run, task and metric)."""
+    macros = summary[summary.task == "macro"]
+    return {key: rows for key, rows in macros.groupby(["model", "method", "benchmark"], sort=False)}
 
 
 def ranked(table: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
@@ -119,15 +122,13 @@ def geneset_leaderboard(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
     similarity to the curated name (the primary metric, as GeneAgent ranks) and of
     ROUGE-L, each with its 95% bootstrap interval (sets resampled within each dataset)."""
     rows = []
+    of_sets = summary[summary.benchmark == GENESETS]
+    by_run = {key: rows for key, rows in of_sets.groupby(["model", "method"], sort=False)}
     for run in plan.runs:
         tasks = [t for t in run.tasks if t.benchmark == GENESETS]
         if not tasks:
             continue
-        sel = summary[
-            (summary.model == run.model)
-            & (summary.method == run.method)
-            & (summary.benchmark == GENESETS)
-        ]
+        sel = by_run.get((run.model, run.method), of_sets.iloc[:0])
         row = {"run": run.label, "model": run.model, "method": run.method}
         for metric in ("embedding", "rougeL"):
             hit = sel[(sel.task == "macro") & (sel.metric == metric)]

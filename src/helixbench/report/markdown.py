@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .comparisons import shown_comparisons
 from .geneagent_paper import paper_layout
 from .genesets import _genesets_markdown
 from .headline import headline_sentence
@@ -69,7 +68,7 @@ def _models_markdown(models: dict) -> str:
                 "identities": len(identities),
             }
         )
-    return md_table(pd.DataFrame(rows), empty="none")
+    return md_table(pd.DataFrame(rows), empty="none", csv="provenance.json")
 
 
 def _loop_text(tasks: pd.DataFrame) -> str:
@@ -181,7 +180,7 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
     """report.md: the report's tables as text (``tables`` holds them by name); a
     section with nothing to show for this config is left out."""
     replay, board = tables["replay"], tables["board"]
-    shown = shown_comparisons(tables["comparisons"])
+    shown = tables["comparisons"]
     table4 = tables["table4"]
     notes_text = "\n".join(
         f"- **{n['level']}** ({n['model']} / {n['method']}, {n['benchmark']}): "
@@ -213,7 +212,7 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             None
             if tables["t2"].empty
             else "Each score with its 95% bootstrap interval in brackets.\n\n"
-            + md_table(tables["t2"])
+            + md_table(tables["t2"], csv="table2.csv")
             + "\n\n### GeneTuring without the demonstration items\n"
             + md_table(tables["t2_nodemo"]),
         ),
@@ -233,7 +232,8 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             "Paired tests between runs",
             None
             if shown.empty
-            else PAIRED_TEXT.format(shown=len(shown)) + md_table(shown.drop(columns="pair")),
+            else PAIRED_TEXT.format(shown=len(shown), formula=tables["comparison_formula"])
+            + md_table(shown, csv="comparisons.csv"),
         ),
         (
             "Protocols: one model, several ways of answering",
@@ -242,16 +242,22 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             else PROTOCOLS_TEXT
             + _protocols_text(tables["protocols"])
             + PROTOCOL_TESTS_TEXT.format(tests=len(tables["protocol_tests"]))
-            + md_table(tables["protocol_tests"]),
+            + md_table(tables["protocol_tests"], csv="protocol_tests.csv"),
         ),
         (None, _bank_text(tables["bank"]) or None),
         (
             "Error types (Table 4)",
             None
             if tables["taxonomy"].empty
-            else TAXONOMY_TEXT + md_table(tables["taxonomy"]) + "\n\n" + _agreement_text(table4),
+            else TAXONOMY_TEXT
+            + md_table(tables["taxonomy"], csv="taxonomy.csv")
+            + "\n\n"
+            + _agreement_text(table4),
         ),
-        ("Errors per task", None if tables["errors"].empty else md_table(tables["errors"])),
+        (
+            "Errors per task",
+            None if tables["errors"].empty else md_table(tables["errors"], csv="errors.csv"),
+        ),
         (
             "Models",
             "What produced each model's answers (the identities in `provenance.json`, "
@@ -259,7 +265,9 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
         ),
         (
             "Time, tokens and cost per run",
-            None if tables["costs"].empty else COST_TEXT + md_table(tables["costs"]),
+            None
+            if tables["costs"].empty
+            else COST_TEXT + md_table(tables["costs"], csv="cost.csv"),
         ),
         (None, _agents_markdown(tables["agents"]) or None),
     ]
@@ -347,12 +355,14 @@ paper's background: 12,320 terms).
 
 """
 PAIRED_TEXT = """\
-The comparisons a reader asks for: one model under two methods, and two models under
-one method. Per task on its primary metric, over the questions both runs answered:
-the mean difference (a - b) and the two-sided p-value of a sign-flip permutation
+The comparisons a reader asks for, per benchmark: each model's methods against its
+best method on the benchmark, each method's models against its best model, and each
+model's runs against its own baseline (no-tools, closed-book): {formula}. Per task on
+its primary metric, over the questions both runs answered: the mean difference (a - b,
+a the run first in the config) and the two-sided p-value of a sign-flip permutation
 test (10,000 resamples, seed 0); `p_holm`: the p-value after Holm's correction over
-the {shown} tests shown (family-wise error rate). Every test made is in
-`comparisons.csv`; any other two runs: `helixbench compare`.
+all {shown:,} tests (family-wise error rate), all in `comparisons.csv`; any other two
+runs: `helixbench compare`.
 
 """
 PROTOCOLS_TEXT = """\

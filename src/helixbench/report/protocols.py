@@ -24,7 +24,7 @@ from ..datasets.overlap import NEWER
 from ..methods.originals import ORIGINALS
 from ..plan import Plan, RunTask
 from ..stats import holm
-from .leaderboard import GENESETS
+from .leaderboard import GENESETS, macro_rows
 from .records import ScoreIndex, macro_paired_test, paired_by_task
 from .scores import ROUND
 
@@ -98,29 +98,19 @@ def protocol_runs(plan: Plan) -> dict[tuple[str, str], list]:
     return {key: runs for key, runs in found.items() if len({protocol_of(r) for r in runs}) >= 2}
 
 
-def protocol_table(
-    plan: Plan, summary: pd.DataFrame, records: dict[RunTask, list[dict]]
-) -> pd.DataFrame:
+def protocol_table(plan: Plan, summary: pd.DataFrame, facts: dict[RunTask, dict]) -> pd.DataFrame:
+    """One row per protocol run and benchmark; ``facts``: each task's counts of its
+    records (:func:`helixbench.report.run_summary.task_facts`)."""
     rows = []
+    macros = macro_rows(summary)
     for (model, benchmark), runs in protocol_runs(plan).items():
         for run in runs:
-            tasks = [t for t in run.tasks if t.benchmark == benchmark]
-            of_run = [r for t in tasks for r in records[t]]
-            events = [e for r in of_run for e in r["events"]]
-            tools = [e for e in events if e["type"] == "tool"]
-            tokens = sum(
-                (e["data"].get("prompt_tokens") or 0) + (e["data"].get("completion_tokens") or 0)
-                for e in events
-                if e["type"] == "model"
-            )
-            macro = summary[
-                (summary.model == run.model)
-                & (summary.method == run.method)
-                & (summary.benchmark == benchmark)
-                & (summary.task == "macro")
-                & (summary.metric == metric_of(benchmark))
-            ]
-            n = len(of_run)
+            of_run = [facts[t] for t in run.tasks if t.benchmark == benchmark]
+            macro = macros.get((run.model, run.method, benchmark), summary.iloc[:0])
+            macro = macro[macro.metric == metric_of(benchmark)]
+            n = sum(f["questions"] for f in of_run)
+            tool_calls = sum(f["tool_calls"] for f in of_run)
+            tokens = sum(f["tokens"] for f in of_run)
             rows.append(
                 {
                     "model": model,
@@ -132,23 +122,25 @@ def protocol_table(
                     "ci_low": _first(macro, "ci_low"),
                     "ci_high": _first(macro, "ci_high"),
                     "questions": n,
-                    "errors": sum(r["error"] is not None for r in of_run),
-                    "tool_calls_per_question": round(len(tools) / n, 2) if n else None,
-                    "tool_errors": sum(e["data"].get("error") is not None for e in tools),
+                    "errors": sum(sum(f["errors"].values()) for f in of_run),
+                    "tool_calls_per_question": round(tool_calls / n, 2) if n else None,
+                    "tool_errors": sum(f["tool_errors"] for f in of_run),
                     "tokens_per_question": round(tokens / n) if n else None,
                     "s_per_question": (
-                        round(sum(r.get("wall_s") or 0.0 for r in of_run) / n, 2) if n else None
+                        round(sum(f["wall_s"] for f in of_run) / n, 2) if n else None
                     ),
                 }
             )
     return pd.DataFrame(rows, columns=PROTOCOL_COLUMNS)
 
 
-def protocol_tests(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
-    """Every pair of one model's protocol runs on a benchmark, tested on the difference
-    of their macro scores over the questions both answered; Holm over all of them."""
+def protocol_tests(plan: Plan, scores: ScoreIndex, protocols: pd.DataFrame) -> pd.DataFrame:
+    """One model's protocols on a benchmark, each by its best run there (``protocols``:
+    :func:`protocol_table`; ties: the run first in the config), tested pairwise on the
+    difference of macro scores over the questions both answered; Holm over all."""
     rows = []
-    for (model, benchmark), runs in protocol_runs(plan).items():
+    for (model, benchmark), all_runs in protocol_runs(plan).items():
+        runs = _best_per_protocol(all_runs, protocols[protocols.benchmark == benchmark])
         tasks = list(
             dict.fromkeys(t.task for r in runs for t in r.tasks if t.benchmark == benchmark)
         )
@@ -175,6 +167,18 @@ def protocol_tests(plan: Plan, scores: ScoreIndex) -> pd.DataFrame:
     for row, adjusted in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
         row["p_holm"] = round(adjusted, 4)
     return pd.DataFrame(rows, columns=TEST_COLUMNS)
+
+
+def _best_per_protocol(runs: list, protocols: pd.DataFrame) -> list:
+    """Of ``runs`` (config order), each protocol's run with the highest macro."""
+    macro = dict(zip(protocols.run, protocols.macro, strict=True))
+    best: dict[str, object] = {}
+    for run in runs:
+        held = best.get(protocol_of(run))
+        score = macro.get(run.label)
+        if held is None or (score is not None and score > (macro.get(held.label) or -1.0)):
+            best[protocol_of(run)] = run
+    return [run for run in runs if run in best.values()]
 
 
 def _first(frame: pd.DataFrame, column: str):

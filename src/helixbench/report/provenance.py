@@ -38,9 +38,9 @@ PACKAGES = (
 )
 
 
-def provenance(
-    plan: Plan, records: dict[RunTask, list[dict]], config: dict, config_digest: str
-) -> dict:
+def provenance(plan: Plan, facts: dict[RunTask, dict], config: dict, config_digest: str) -> dict:
+    """``facts``: each task's facts of its records (run_summary.task_facts)."""
+
     def version(name):
         try:
             return metadata.version(name)
@@ -59,10 +59,9 @@ def provenance(
         )
     snapshots, models = {}, {}
     for task in plan.tasks:
-        if records[task]:
-            first = records[task][0]
-            snapshots[f"{task.label} / {task.task}"] = first["snapshot_id"]
-            models.setdefault(task.model, []).append(first["model_identity"])
+        if facts[task]["questions"]:
+            snapshots[f"{task.label} / {task.task}"] = facts[task]["snapshot_id"]
+            models.setdefault(task.model, []).append(facts[task]["model_identity"])
     return {
         "helixbench": {"version": __version__, "commit": _git_commit()},
         "config_sha256": config_digest,

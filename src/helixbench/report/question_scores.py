@@ -33,12 +33,16 @@ COLUMNS = {
     "demo": ("string", "the GeneGPT demonstration the item reuses (Dm.1..Dm.4), or null"),
     "error": ("string", "why the question has no answer or a stand-in one, or null"),
     "answered_as": ("string", "the question asked in its place (asked once), or null"),
+    "scored_by": ("string", "the encoder of an embedding score (a stand-in says so), or null"),
     "config_sha256": ("string", "digest of the config that produced the run"),
 }
 
 
-def question_score_table(plan: Plan, scores: pd.DataFrame, config_digest: str) -> pd.DataFrame:
-    """The report's per-question table from the runs' scores (``load_scores``)."""
+def question_score_table(
+    plan: Plan, scores: pd.DataFrame, config_digest: str | None
+) -> pd.DataFrame:
+    """The per-question table from runs' scores (``load_scores``); a run's summary
+    leaves ``config_digest`` to the report (None)."""
     frame = scores.copy()
     primaries = {task: primary_metric(plan, task) for task in frame.task.unique()}
     frame["primary"] = [primaries[t] == m for t, m in zip(frame.task, frame.metric, strict=True)]
@@ -70,18 +74,17 @@ def arrow_schema():
     )
 
 
-def write_question_scores(table: pd.DataFrame, out_dir: Path, metadata: dict) -> None:
-    """Both files; the Parquet file's schema carries each column's description and
+def write_parquet(table: pd.DataFrame, out: Path, metadata: dict) -> None:
+    """``table`` as Parquet whose schema carries each column's description and
     ``metadata`` (what produced it)."""
     import json
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table.to_csv(out_dir / "question_scores.csv", index=False)
     schema = arrow_schema().with_metadata({"helixbench": json.dumps(metadata, sort_keys=True)})
     arrow = pa.Table.from_pandas(table, schema=schema, preserve_index=False)
-    pq.write_table(arrow, out_dir / "question_scores.parquet")
+    pq.write_table(arrow, out)
 
 
 def read_question_scores(files: list[Path]) -> pd.DataFrame:

@@ -15,6 +15,11 @@ def load_scores(plan: Plan) -> pd.DataFrame:
     rows = []
     for run in plan.runs:
         rows += read_jsonl(run.score_path)
+    return scores_frame(rows)
+
+
+def scores_frame(rows: list[dict]) -> pd.DataFrame:
+    """Score lines (``results/scores/``) as a table, with each row's run label."""
     frame = pd.DataFrame(
         rows,
         columns=[
@@ -39,17 +44,42 @@ def primary_metric(plan: Plan, task: str) -> str:
     return scorers_for(task, plan.scoring)[0]
 
 
-ScoreIndex = dict[tuple[str, str, str], dict[str, float]]
+class ScoreIndex:
+    """(run, task, metric) -> {question id: score}: the paired tests, the error types
+    and the per-question view look scores up this way. Built from the table's groups
+    at once; a group's mapping is made when first asked for (a sweep's table has
+    millions of rows, and a report asks for a small share of them)."""
+
+    def __init__(self, scores: pd.DataFrame):
+        self._qids = scores.question_id.to_numpy(dtype=object)
+        self._values = scores.score.to_numpy(dtype=float)
+        groups = scores.groupby(["run", "task", "metric"], sort=False).indices
+        self._rows = {tuple(str(k) for k in key): rows for key, rows in groups.items()}
+        self._made: dict[tuple[str, str, str], dict[str, float]] = {}
+
+    def get(self, key: tuple[str, str, str], default=None) -> dict[str, float] | None:
+        if key not in self._made:
+            rows = self._rows.get(key)
+            if rows is None:
+                return default
+            self._made[key] = dict(zip(self._qids[rows], self._values[rows].tolist(), strict=True))
+        return self._made[key]
+
+    def __getitem__(self, key: tuple[str, str, str]) -> dict[str, float]:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key) -> bool:
+        return key in self._rows
+
+    def keys(self):
+        return self._rows.keys()
 
 
 def score_index(scores: pd.DataFrame) -> ScoreIndex:
-    """(run, task, metric) -> {question id: score}, built once: the paired tests, the
-    error types and the per-question view all look scores up this way."""
-    index: ScoreIndex = {}
-    columns = (scores.run, scores.task, scores.metric, scores.question_id, scores.score)
-    for run, task, metric, qid, score in zip(*columns, strict=True):
-        index.setdefault((run, task, metric), {})[qid] = score
-    return index
+    return ScoreIndex(scores)
 
 
 def paired_by_task(

@@ -53,8 +53,20 @@ def md_escape(value) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
-def md_table(frame: pd.DataFrame, empty: str = "none") -> str:
-    """``frame`` as a Markdown table, numbers by :func:`fmt`."""
+# Past this many rows a table of report.md or index.html shows its first rows and
+# says where all of them are (its CSV file): a sweep's per-task tables have tens of
+# thousands, and a page or a text that long is read by no one.
+MAX_ROWS = 200
+
+
+def md_table(frame: pd.DataFrame, empty: str = "none", csv: str | None = None) -> str:
+    """``frame`` as a Markdown table, numbers by :func:`fmt`; past :data:`MAX_ROWS`
+    rows its first rows and a line naming ``csv``, the file with all of them."""
     if frame is None or frame.empty:
         return empty
-    return fmt_frame(frame).to_markdown(index=False, disable_numparse=True)
+    more = ""
+    if len(frame) > MAX_ROWS:
+        where = f" in `{csv}`" if csv else " in its CSV file"
+        more = f"\n\nThe first {MAX_ROWS} of {len(frame):,} rows; all{where}."
+        frame = frame.head(MAX_ROWS)
+    return fmt_frame(frame).to_markdown(index=False, disable_numparse=True) + more

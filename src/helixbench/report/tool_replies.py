@@ -27,7 +27,7 @@ NOT_CACHED = ("replay", "snapshot", "recorded")
 def used_keys(records: dict) -> list[str]:
     """The cache keys of every tool call whose reply the records show came through the
     tool cache (a hit, or a live reply stored there)."""
-    keys = set()
+    urls = set()
     for of_task in records.values():
         for record in of_task:
             for event in record.get("events", ()):
@@ -35,15 +35,16 @@ def used_keys(records: dict) -> list[str]:
                 url = data.get("url") or ""
                 cached = data.get("cache") not in (None, *NOT_CACHED)
                 if event.get("type") == "tool" and url.startswith("https://") and cached:
-                    keys.add(canonical_url(url))
-    return sorted(keys)
+                    urls.add(url)
+    return sorted({canonical_url(url) for url in urls})  # each URL read once
 
 
-def export_tool_replies(records: dict, out: Path, cache: Path | None = None) -> int:
-    """Write the cached replies the records used to ``out``, one JSON line each, in
-    key order; returns how many. The cache is read, never written."""
+def export_tool_replies(keys, out: Path, cache: Path | None = None) -> int:
+    """Write the cached replies of ``keys`` (the runs' :func:`used_keys`) to ``out``,
+    one JSON line each, in key order; returns how many. The cache is read, never
+    written."""
     cache = Path(cache or tool_settings("offline").get("cache") or paths.TOOL_CACHE)
-    keys = used_keys(records)
+    keys = sorted(set(keys))
     lines = []
     if keys and cache.is_file():
         columns = [f.name for f in fields(CachedReply)]

@@ -1,0 +1,101 @@
+"""A run's questions for the HTML report's per-question view, in a file of their own.
+
+The index page (``index.html``) stays light at any number of runs: each run's
+questions, answers, scores and transcripts are in ``runs/<model>/<method>.js``
+(written by the run's summary job), which the page loads when the reader picks the
+run (a ``<script>`` element: static files, no server, works from ``file://`` and
+from a shared web folder) and renders as text (``textContent``, never markup).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..plan import Plan
+from ..scoring import CORRECTNESS_SCORERS
+from .records import ScoreIndex, primary_metric
+
+# One text of the per-question view (an answer, a prompt increment, a completion, a
+# tool reply, an agent's stderr): past this it shows its start and says how much is
+# left out; the whole text stays in the run's records (results/runs/).
+MAX_TEXT_CHARS = 2_000
+# The JavaScript function a run's file calls with its data (templates/report.html.j2).
+CALLBACK = "helixbenchRun"
+
+
+def shown_text(value):
+    """``value`` as the per-question view shows it: a string past
+    :data:`MAX_TEXT_CHARS` cut, with the count of what is left out; anything else as is
+    (nested lists and mappings cut inside)."""
+    if isinstance(value, str):
+        if len(value) <= MAX_TEXT_CHARS:
+            return value
+        left = len(value) - MAX_TEXT_CHARS
+        return f"{value[:MAX_TEXT_CHARS]}\n[... {left:,} more characters in results/runs/]"
+    if isinstance(value, dict):
+        return {k: shown_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown_text(v) for v in value]
+    return value
+
+
+def run_details(
+    run: str,
+    plan: Plan,
+    records: dict,
+    scores: ScoreIndex,
+    questions: dict,
+    labels: dict[tuple[str, str], str],
+) -> dict:
+    """The run's entries of the per-question view and the prompt headers they cite.
+    ``plan``: the run's own (:func:`helixbench.report.run_summary.spec_plan`)."""
+    items, headers = [], {}
+    for task in plan.tasks:
+        metric = primary_metric(plan, task.task)
+        of_task = scores.get((run, task.task, metric), {})
+        for record in records[task]:
+            question = questions[record["question_id"]]
+            score = of_task.get(question.id)
+            if (run, question.id) in labels:
+                status = "wrong"
+            elif metric not in CORRECTNESS_SCORERS:
+                status = "graded"
+            else:
+                status = "right" if score is not None and score >= 1 else "wrong"
+            gold = question.gold if isinstance(question.gold, str) else ", ".join(question.gold)
+            if record.get("header") is not None:
+                headers.setdefault(record["header_sha256"], record["header"])
+            items.append(
+                {
+                    "id": question.id,
+                    "task": question.task,
+                    "text": question.text,
+                    "gold": gold,
+                    "answer": shown_text(record["answer"]),
+                    "error": record["error"],
+                    "metric": metric,
+                    "score": score,
+                    "status": status,
+                    "type": labels.get((run, question.id)),
+                    "header": record.get("header_sha256"),
+                    "events": shown_text(record["events"]),
+                }
+            )
+    return {"run": run, "headers": headers, "questions": items}
+
+
+def details_path(model: str, method: str) -> str:
+    """A run's file, relative to the report directory (and the URL the page loads)."""
+    return f"runs/{model}/{method}.js"
+
+
+def write_details(path: Path, details: dict) -> None:
+    """The run's data as a script that hands it to the page's :data:`CALLBACK`."""
+    text = json.dumps(details, separators=(",", ":"), ensure_ascii=False)
+    # Inside a script file "</script>" does no harm; U+2028/9 end a line in old engines.
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"{CALLBACK}({text});\n", encoding="utf-8")
+    tmp.replace(path)

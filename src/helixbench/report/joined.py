@@ -1,0 +1,169 @@
+"""The report's join: the runs' summaries (:mod:`.run_summary`) read and put together
+in the plan's order, as the tables would be if computed from every record at once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..datasets.overlap import NEWER
+from ..errors import ConfigError
+from ..plan import Plan
+from .operations import COST_COLUMNS
+from .paper import published
+from .question_scores import COLUMNS, arrow_schema
+from .run_summary import read_summary, table
+from .scores import SCORE_COLUMNS, _recording, _scored_tasks
+
+
+def read_summaries(plan: Plan) -> dict[str, dict]:
+    """Run label -> its summary; a run without one is named (its job has not run)."""
+    out = {}
+    for run in plan.runs:
+        path = Path(run.summary_path)
+        if not path.is_file():
+            raise ConfigError(f"no summary of run {run.label!r} ({path}); run its summarize job")
+        out[run.label] = read_summary(path)
+    return out
+
+
+def read_run_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) -> pd.DataFrame:
+    """Every run's per-question table, written as the report's
+    ``question_scores.parquet`` (and ``.csv`` with ``csv``), and returned as one frame."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .provenance import _git_commit
+
+    schema = arrow_schema()
+    parts = [pq.read_table(run.score_table_path, schema=schema) for run in plan.runs]
+    table = pa.concat_tables(parts) if parts else schema.empty_table()
+    digest = pa.array([config_digest] * len(table), pa.string())
+    table = table.set_column(
+        table.schema.get_field_index("config_sha256"), schema.field("config_sha256"), digest
+    )
+    from .. import __version__
+
+    produced = {"version": __version__, "commit": _git_commit()}
+    table = table.replace_schema_metadata({"helixbench": json.dumps(produced, sort_keys=True)})
+    pq.write_table(table, Path(out_dir) / "question_scores.parquet")
+    frame = table.to_pandas()
+    if csv:
+        frame[list(COLUMNS)].to_csv(Path(out_dir) / "question_scores.csv", index=False)
+    return frame
+
+
+def _positions(plan: Plan) -> dict[tuple[str, str, str, str], int]:
+    return {(t.model, t.method, t.benchmark, t.task): i for i, t in enumerate(plan.tasks)}
+
+
+def joined_rows(plan: Plan, summaries: dict[str, dict], name: str) -> pd.DataFrame:
+    """One table of the summaries (``replay``, ``errors``, ``agents``, ``taxonomy``)
+    with every run's rows, a task's rows in the plan's order of tasks."""
+    parts = [table(summaries[run.label][name]) for run in plan.runs]
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if {"benchmark", "task"} <= set(frame.columns) and not frame.empty:
+        where = _positions(plan)
+        order = [
+            where[key]
+            for key in zip(frame.model, frame.method, frame.benchmark, frame.task, strict=True)
+        ]
+        frame = frame.iloc[sorted(range(len(frame)), key=order.__getitem__)]
+        frame = frame.reset_index(drop=True)
+    return frame
+
+
+def joined_scores(plan: Plan, summaries: dict[str, dict]) -> pd.DataFrame:
+    """scores.csv: every run's task rows in the plan's order, then its macro rows; the
+    paper's value of each from the full plan (the summaries know no recording)."""
+    parts = [table(summaries[run.label]["scores"]) for run in plan.runs]
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=SCORE_COLUMNS)
+    tasks = frame[frame.task != "macro"]
+    where = _positions(plan)
+    keys = list(zip(tasks.model, tasks.method, tasks.benchmark, tasks.task, strict=True))
+    tasks = tasks.iloc[sorted(range(len(tasks)), key=lambda i: where[keys[i]])]
+    by_key = {k: t for k, t in zip(where, plan.tasks, strict=True)}
+    tasks = tasks.assign(
+        paper=[
+            published(_recording(t), t.method_spec.get("mask"), t.benchmark, t.task, metric)
+            for t, metric in zip(
+                (by_key[(r.model, r.method, r.benchmark, r.task)] for r in tasks.itertuples()),
+                tasks.metric,
+                strict=True,
+            )
+        ]
+    )
+    groups = tasks.groupby(["benchmark", "model", "method", "metric"], sort=False)
+    macro_of = {key: i for i, key in enumerate(groups.groups)}
+    covered = {key: set(group.task) for key, group in groups}
+    first = {key: by_key[(key[1], key[2], key[0], group.task.iloc[0])] for key, group in groups}
+    macros = frame[frame.task == "macro"]
+    macro_keys = list(
+        zip(macros.benchmark, macros.model, macros.method, macros.metric, strict=True)
+    )
+    macros = macros.iloc[sorted(range(len(macros)), key=lambda i: macro_of[macro_keys[i]])]
+    macros = macros.assign(
+        paper=[
+            published(
+                _recording(first[key]),
+                first[key].method_spec.get("mask"),
+                key[0],
+                "macro",
+                key[3],
+            )
+            if covered[key] == _scored_tasks(key[0])
+            else None
+            for key in zip(
+                macros.benchmark, macros.model, macros.method, macros.metric, strict=True
+            )
+        ]
+    )
+    return pd.concat([tasks, macros], ignore_index=True)[SCORE_COLUMNS]
+
+
+def joined_cost(plan: Plan, summaries: dict[str, dict], prices: dict) -> pd.DataFrame:
+    """cost.csv: every run's row, its cost from the config's prices (per million
+    tokens) applied to the tokens of calls that reached the model."""
+    rows, columns = [], COST_COLUMNS
+    for run in plan.runs:
+        summary = summaries[run.label]
+        of_run = table(summary["cost"])
+        columns = list(of_run.columns)
+        for row in of_run.to_dict("records"):
+            price = prices.get(row["model"])
+            fresh = summary["fresh_tokens"]
+            cost = (
+                round(
+                    (fresh["prompt"] * price["prompt"] + fresh["completion"] * price["completion"])
+                    / 1e6,
+                    4,
+                )
+                if price
+                else None
+            )
+            rows.append({**row, "cost_usd": cost})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def joined_bank(plan: Plan, summaries: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """question_bank.csv (per benchmark, its runs in the plan's order) and
+    question_bank_leaderboard.csv (per benchmark, best first) of every run."""
+    from .question_bank import BANK_COLUMNS, BANK_LEADERBOARD_COLUMNS
+
+    bank = pd.concat(
+        [table(summaries[r.label]["question_bank"]) for r in plan.runs]
+        or [pd.DataFrame(columns=BANK_COLUMNS)],
+        ignore_index=True,
+    )
+    order = {b: i for i, b in enumerate(NEWER)}
+    bank = bank.sort_values("benchmark", key=lambda s: s.map(order), kind="stable")
+    board = pd.concat(
+        [table(summaries[r.label]["question_bank_leaderboard"]) for r in plan.runs]
+        or [pd.DataFrame(columns=BANK_LEADERBOARD_COLUMNS)],
+        ignore_index=True,
+    )
+    if not board.empty:
+        board = board.sort_values(["benchmark", "macro"], ascending=[True, False])
+    return bank.reset_index(drop=True)[BANK_COLUMNS], board.reset_index(drop=True)

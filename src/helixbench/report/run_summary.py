@@ -1,0 +1,206 @@
+"""One run's share of the report, computed in its own job as the run finishes.
+
+``helixbench summarize`` reads a run's records and scores once and writes, under
+``results/summaries/<model>/<method>/``:
+
+- ``scores.parquet``: its per-question scores (the columns of
+  :mod:`.question_scores`), the rows every table of the report is derived from;
+- ``summary.json``: its rows of the report's tables (scores with their intervals,
+  replay, errors, cost, agents, error types, run warnings) and the facts the report
+  cites of its records (snapshot ids, model identities, when it finished, the tool
+  replies it read, per-task counts of errors, tool calls, tokens and claims);
+
+and its questions with their transcripts for the HTML report (:mod:`.details`).
+The report (:func:`helixbench.report.write_report`) joins these small files: adding
+a run to a finished sweep recomputes that run's summary and the join, nothing else.
+Nothing here depends on the other runs or on config outside the run's spec and
+the scoring settings, so a summary is valid for any sweep that holds the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from ..datasets.jsonfiles import read_jsonl
+from ..datasets.questions import read_questions
+from ..plan import Plan, RunTask, run_label
+from ..run_health import run_warnings
+from ..transcripts import read_records
+from .errors import error_types
+from .operations import agent_table, cost_table, error_table, replay_table
+from .question_bank import bank_leaderboard, bank_table
+from .question_scores import COLUMNS, write_parquet
+from .records import score_index, scores_frame
+from .scores import score_table
+from .tool_replies import used_keys
+
+SUMMARY_VERSION = 2  # raised when the summary's content changes: older ones are redone
+
+
+def spec_plan(spec: dict, scoring: dict) -> Plan:
+    """The plan of one run from its spec (``Run.spec()``): what the summary needs of
+    its tasks (model, method and their settings; no recorded files)."""
+    tasks = [
+        RunTask(
+            model=spec["model"],
+            method=spec["method"],
+            benchmark=task["benchmark"],
+            task=task["task"],
+            shards=spec["shards"],
+            model_spec=spec["model_spec"],
+            method_spec=spec["method_spec"],
+            tools=spec["tools"],
+            sample=spec.get("sample"),
+        )
+        for task in spec["tasks"]
+    ]
+    return Plan(tasks=tasks, notes=[], scoring=scoring)
+
+
+def records_by_task(plan: Plan, records: list[dict]) -> dict[RunTask, list[dict]]:
+    """A run's records grouped by its tasks, each in question order."""
+    grouped: dict[tuple[str, str], list[dict]] = {}
+    for record in records:
+        grouped.setdefault((record["benchmark"], record["task"]), []).append(record)
+    return {
+        task: sorted(grouped.get((task.benchmark, task.task), []), key=lambda r: r["question_id"])
+        for task in plan.tasks
+    }
+
+
+def task_facts(of_task: list[dict]) -> dict:
+    """What the report's tables read of a task's records, beyond its scores."""
+    events = [e for r in of_task for e in r["events"]]
+    tools = [e["data"] for e in events if e["type"] == "tool"]
+    claims = [e["data"] for e in events if e["type"] == "claim"]
+    recalls = [
+        e["data"]["recall"]
+        for e in events
+        if e["type"] == "retrieval" and e["data"].get("recall") is not None
+    ]
+    errors: dict[str, int] = {}
+    for record in of_task:
+        if record["error"] is not None:
+            errors[record["error"]] = errors.get(record["error"], 0) + 1
+    first = of_task[0] if of_task else {}
+    return {
+        "questions": len(of_task),
+        "errors": errors,
+        "tool_calls": len(tools),
+        "tool_errors": sum(d.get("error") is not None for d in tools),
+        "tool_failures": sum(bool(d.get("error")) for d in tools),
+        "tokens": sum(
+            (e["data"].get("prompt_tokens") or 0) + (e["data"].get("completion_tokens") or 0)
+            for e in events
+            if e["type"] == "model"
+        ),
+        "wall_s": sum(r.get("wall_s") or 0.0 for r in of_task),
+        "claims": [c["verdict"] for c in claims],
+        "recalls": recalls,
+        "snapshot_id": first.get("snapshot_id"),
+        "model_identity": first.get("model_identity"),
+        "finished_at": max((r["finished_at"] for r in of_task), default=None),
+    }
+
+
+def fresh_tokens(records: dict[RunTask, list[dict]]) -> dict[str, int]:
+    """Tokens of the model calls that reached the model (cache misses): what a price
+    applies to (the report's cost, from the config's prices)."""
+    prompt = completion = 0
+    for of_task in records.values():
+        for record in of_task:
+            for event in record["events"]:
+                if event["type"] == "model" and event["data"].get("cache") == "miss":
+                    prompt += event["data"].get("prompt_tokens") or 0
+                    completion += event["data"].get("completion_tokens") or 0
+    return {"prompt": prompt, "completion": completion}
+
+
+def _rows(frame: pd.DataFrame) -> dict:
+    """A table as JSON-able data, its columns in order, every value as it is (a
+    missing one None): :func:`table` reads it back."""
+    values = frame.astype(object).where(frame.notna(), None)
+    return {"columns": list(frame.columns), "rows": values.to_numpy().tolist()}
+
+
+def table(data: dict) -> pd.DataFrame:
+    """A table of a summary (:func:`_rows`)."""
+    return pd.DataFrame(data["rows"], columns=data["columns"])
+
+
+def summarize_run(
+    spec: dict,
+    scoring: dict,
+    questions_path: Path,
+    shard_paths: list[Path],
+    score_path: Path,
+    out_dir: Path,
+    details_path: Path,
+) -> dict:
+    """Write the run's summary files (module docstring); returns the summary."""
+    from .details import run_details, write_details
+
+    plan = spec_plan(spec, scoring)
+    label = run_label(spec["model"], spec["method"])
+    records = records_by_task(plan, [r for p in shard_paths for r in read_records(Path(p))])
+    scores = scores_frame(read_jsonl(Path(score_path)))
+    index = score_index(scores)
+    wanted = {r["question_id"] for of_task in records.values() for r in of_task}
+    wanted |= set(scores.question_id)  # a question asked once for two benchmarks
+    questions = {q.id: q for q in read_questions(Path(questions_path)) if q.id in wanted}
+    taxonomy, labels = error_types(plan, records, index, questions)
+    summary = {
+        "version": SUMMARY_VERSION,
+        "run": label,
+        "model": spec["model"],
+        "method": spec["method"],
+        "scores": _rows(score_table(plan, scores)),
+        "replay": _rows(replay_table(plan, records)),
+        "errors": _rows(error_table(plan, records)),
+        "cost": _rows(cost_table(plan, records, {})),
+        "fresh_tokens": fresh_tokens(records),
+        "agents": _rows(agent_table(plan, records)),
+        "taxonomy": _rows(taxonomy),
+        "question_bank": _rows(bank_table(plan, scores)),
+        "question_bank_leaderboard": _rows(bank_leaderboard(plan, scores, questions)),
+        "warnings": run_warnings(plan.tasks, records),
+        "tasks": [
+            {"benchmark": t.benchmark, "task": t.task, **task_facts(records[t])} for t in plan.tasks
+        ],
+        "tool_keys": used_keys(records),
+    }
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_parquet(run_scores(plan, scores), out_dir / "scores.parquet", {"run": label})
+    details = run_details(label, plan, records, index, questions, labels)
+    write_details(Path(details_path), details)
+    tmp = out_dir / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, default=_plain) + "\n")
+    tmp.replace(out_dir / "summary.json")
+    return summary
+
+
+def _plain(value):
+    """numpy's scalars as Python's (json knows only the latter)."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def read_summary(path: Path) -> dict:
+    """A run's summary.json; an older summary's content is not the report's to read."""
+    summary = json.loads(Path(path).read_text())
+    if summary.get("version") != SUMMARY_VERSION:
+        raise ValueError(f"{path}: a summary of another helixbench version; rerun its job")
+    return summary
+
+
+def run_scores(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
+    """The run's per-question rows in the report's columns (``config_sha256`` is the
+    report's to fill)."""
+    from .question_scores import question_score_table
+
+    return question_score_table(plan, scores, None)[list(COLUMNS)]
