@@ -28,7 +28,7 @@ def console_summary(report_dir: Path) -> str:
     report_dir = Path(report_dir)
     lines = [
         f"helixbench: the report is in {report_dir}/",
-        f"  {report_dir / 'index.html'}  (open in a browser; no server: the folder holds what it loads)",
+        f"  {report_dir / 'index.html'}  (open in a browser; no server needed)",
         f"  {report_dir / 'report.md'}  (the same tables as text)",
     ]
     headline = _rows(report_dir / "headline.csv")
