@@ -298,6 +298,40 @@ def size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
+def question_bank(work: Path, n: int, cores: int, env: dict) -> None:
+    """resources/benchmarks/questions.jsonl, as the workflow makes it."""
+    if (work / paths.QUESTIONS).is_file():
+        return
+    config = work / "config.yaml"
+    config.write_text(json.dumps(sweep_config(n)))
+    snakefile = str(ROOT / "workflow" / "Snakefile")
+    command = [sys.executable, "-m", "snakemake", "-s", snakefile, "--directory", str(work)]
+    command += ["--configfile", str(config), "--cores", str(cores), paths.QUESTIONS]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit(done.stderr[-3000:])
+
+
+def report_row(code: str, n: int, config: dict, work: Path, out: Path, env: dict) -> dict:
+    """The report command of ``env``'s code on the sweep: its figures."""
+    command = [sys.executable, "-m", "helixbench", "report", "--config-json", json.dumps(config)]
+    wall, peak = timed([*command, "--out-dir", str(out)], work, env)
+    ready_ms, dump_s = page_load(out / "index.html")
+    return {
+        "code": code,
+        "N": n,
+        "report s": round(wall, 1),
+        "peak GB": round(peak, 2),
+        "index.html MB": round(size(out / "index.html") / 1e6, 2),
+        "runs/ MB": round(size(out / "runs") / 1e6),
+        "report MB (without runs/)": round((size(out) - size(out / "runs")) / 1e6, 1),
+        "comparisons rows": sum(1 for _ in open(out / "comparisons.csv")) - 1,
+        "parquet MB": round(size(out / "question_scores.parquet") / 1e6, 1),
+        "ready ms": ready_ms,
+        "dump-dom s": round(dump_s, 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[50, 200, 1000])
@@ -313,98 +347,21 @@ def main() -> None:
     for n in args.runs:
         work = args.work / f"n{n}"
         work.mkdir(parents=True, exist_ok=True)
-        config, plan = None, None
-        if not (work / paths.QUESTIONS).is_file():  # the question bank, as the workflow makes it
-            cfg = work / "config.yaml"
-            cfg.write_text(json.dumps(sweep_config(n)))
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "snakemake",
-                    "-s",
-                    str(ROOT / "workflow" / "Snakefile"),
-                    "--directory",
-                    str(work),
-                    "--configfile",
-                    str(cfg),
-                    "--cores",
-                    str(args.cores),
-                    paths.QUESTIONS,
-                ],
-                capture_output=True,
-                text=True,
-                env=env,
-            )
-            if done.returncode != 0:
-                sys.exit(done.stderr[-3000:])
+        question_bank(work, n, args.cores, env)
         started = time.perf_counter()
         config, plan = build_sweep(work, n, args.variants, mirror)
         built = time.perf_counter() - started
-        questions = sum(1 for _ in open(work / plan.runs[0].shard_paths()[0]))
         summaries_wall, per_job = summarize_all(work, plan, args.cores, env)
-        command = [
-            sys.executable,
-            "-m",
-            "helixbench",
-            "report",
-            "--config-json",
-            json.dumps(config),
-            "--out-dir",
-            paths.REPORT_DIR,
-        ]
-        wall, peak = timed(command, work, env)
-        report = work / paths.REPORT_DIR
-        ready_ms, dump_s = page_load(report / "index.html")
-        rows.append(
-            {
-                "code": "this",
-                "N": n,
-                "questions/run": questions,
-                "built s": round(built),
-                "summaries wall s": round(summaries_wall),
-                "s/summary job": round(per_job, 2),
-                "report s": round(wall, 1),
-                "peak GB": round(peak, 2),
-                "index.html MB": round(size(report / "index.html") / 1e6, 2),
-                "runs/ MB": round(size(report / "runs") / 1e6),
-                "report MB (without runs/)": round((size(report) - size(report / "runs")) / 1e6, 1),
-                "comparisons rows": sum(1 for _ in open(report / "comparisons.csv")) - 1,
-                "parquet MB": round(size(report / "question_scores.parquet") / 1e6, 1),
-                "ready ms": ready_ms,
-                "dump-dom s": round(dump_s, 1),
-            }
-        )
-        print(json.dumps(rows[-1]), flush=True)
+        row = report_row("this", n, config, work, work / paths.REPORT_DIR, env)
+        row["questions/run"] = sum(1 for _ in open(work / plan.runs[0].shard_paths()[0]))
+        row |= {"built s": round(built), "summaries wall s": round(summaries_wall)}
+        row["s/summary job"] = round(per_job, 2)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
         if args.base and n <= args.base_max:
-            out = work / "results" / "report-base"
             base_env = {**os.environ, "PYTHONPATH": str(args.base / "src")}
-            command = [
-                sys.executable,
-                "-m",
-                "helixbench",
-                "report",
-                "--config-json",
-                json.dumps(config),
-                "--out-dir",
-                str(out),
-            ]
-            wall, peak = timed(command, work, base_env)
-            ready_ms, dump_s = page_load(out / "index.html")
-            rows.append(
-                {
-                    "code": "base",
-                    "N": n,
-                    "questions/run": questions,
-                    "report s": round(wall, 1),
-                    "peak GB": round(peak, 2),
-                    "index.html MB": round(size(out / "index.html") / 1e6, 2),
-                    "report MB (without runs/)": round(size(out) / 1e6, 1),
-                    "comparisons rows": sum(1 for _ in open(out / "comparisons.csv")) - 1,
-                    "ready ms": ready_ms,
-                    "dump-dom s": round(dump_s, 1),
-                }
-            )
+            out = work / "results" / "report-base"
+            rows.append(report_row("base", n, config, work, out, base_env))
             print(json.dumps(rows[-1]), flush=True)
     columns = list(dict.fromkeys(k for r in rows for k in r))
     print("\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))

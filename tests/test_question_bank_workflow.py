@@ -110,6 +110,10 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
     assert "23AIBox/BioRAGent @ 3a4c66f91b50" in text
     html = (report / "index.html").read_text()
     assert 'id="question-bank"' in html
+    # GeneTuring and GeneTuring 2025 share task names: each run's count is its own.
+    shards = (tmp_path / "results" / "runs" / "oracle" / "no-tools").glob("*.jsonl")
+    records = sum(len(p.read_text().splitlines()) for p in shards)
+    assert records >= 9 + 16 + 15 - 5 and f">oracle / no-tools ({records})</option>" in html
     # The QA leaderboard keeps to GeneTuring and GeneHop.
     assert {r["benchmark"] for r in read_csv(report / "leaderboard.csv")} == {"geneturing"}
 

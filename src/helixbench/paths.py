@@ -29,6 +29,9 @@ RUN_SCORES = "results/scores/{model}/{method}.jsonl"
 RUN_SUMMARY_DIR = "results/summaries/{model}/{method}"
 RUN_SUMMARY = RUN_SUMMARY_DIR + "/summary.json"
 RUN_SCORE_TABLE = RUN_SUMMARY_DIR + "/scores.parquet"
+# Raised when a summary's content changes: a parameter of the summarize jobs, so
+# Snakemake redoes the summaries an older helixbench wrote.
+RUN_SUMMARY_VERSION = 2
 
 REPORT_DIR = "results/report"
 # A run's questions and transcripts for the HTML report, loaded by index.html.

@@ -1,4 +1,4 @@
-# Stage 5: the report under results/report/.
+# Stage 6: the report under results/report/, joined from the runs' summaries.
 
 
 rule report:

@@ -63,10 +63,12 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     out_dir.mkdir(parents=True, exist_ok=True)
     questions = {q.id: q for q in read_questions(Path(paths.QUESTIONS))}
     summaries = read_summaries(plan)
-    facts = {
-        task: next(f for f in summaries[task.label]["tasks"] if f["task"] == task.task)
-        for task in plan.tasks
+    facts = {  # each task's facts of its records (run_summary.task_facts)
+        (f["benchmark"], f["task"], label): f
+        for label, summary in summaries.items()
+        for f in summary["tasks"]
     }
+    facts = {task: facts[(task.benchmark, task.task, task.label)] for task in plan.tasks}
     report_options = config.get("report", {})
     scores = read_run_scores(
         plan, config_digest, out_dir, csv=report_options.get("question_scores_csv", False)

@@ -14,23 +14,22 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
-from .text import MAX_ROWS, fmt, fmt_frame
+from .text import bounded, fmt, fmt_frame
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 
 def html_table(frame: pd.DataFrame | None, csv: str | None = None) -> Markup:
     """A table as the page shows it: numbers by :func:`fmt`, in a box of its own that
-    scrolls sideways when the table is wider than the screen; past :data:`MAX_ROWS`
-    rows its first rows and a line naming ``csv``, the file with all of them; nothing
+    scrolls sideways when the table is wider than the screen; past the rows or
+    columns a page shows (:func:`helixbench.report.text.bounded`) the first ones and a
+    line naming ``csv``, the file with all of them; nothing
     (a false value, so the page leaves the section out) for an empty one."""
     if frame is None or frame.empty:
         return Markup("")
-    more = ""
-    if len(frame) > MAX_ROWS:
-        where = f" in <code>{escape(csv)}</code>" if csv else ""
-        more = f'<p class="small">The first {MAX_ROWS} of {len(frame):,} rows; all{where}.</p>'
-        frame = frame.head(MAX_ROWS)
+    frame, cut = bounded(frame)
+    where = f" in <code>{escape(csv)}</code>" if csv else ""
+    more = f'<p class="small">Shown: {", ".join(cut)}; all{where}.</p>' if cut else ""
     table = fmt_frame(frame).to_html(index=False, escape=True, border=0)
     return Markup(f'<div class="table-wrap">{table}</div>{more}')
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import paths
 from ..datasets.jsonfiles import read_jsonl
 from ..datasets.questions import read_questions
 from ..plan import Plan, RunTask, run_label
@@ -37,7 +38,7 @@ from .records import score_index, scores_frame
 from .scores import score_table
 from .tool_replies import used_keys
 
-SUMMARY_VERSION = 2  # raised when the summary's content changes: older ones are redone
+SUMMARY_VERSION = paths.RUN_SUMMARY_VERSION
 
 
 def spec_plan(spec: dict, scoring: dict) -> Plan:
@@ -194,7 +195,10 @@ def read_summary(path: Path) -> dict:
     """A run's summary.json; an older summary's content is not the report's to read."""
     summary = json.loads(Path(path).read_text())
     if summary.get("version") != SUMMARY_VERSION:
-        raise ValueError(f"{path}: a summary of another helixbench version; rerun its job")
+        raise ValueError(
+            f"{path}: a summary of another helixbench version; run the workflow again "
+            "(Snakemake redoes it)"
+        )
     return summary
 
 

@@ -57,16 +57,29 @@ def md_escape(value) -> str:
 # says where all of them are (its CSV file): a sweep's per-task tables have tens of
 # thousands, and a page or a text that long is read by no one.
 MAX_ROWS = 200
+MAX_COLUMNS = 40
 
 
 def md_table(frame: pd.DataFrame, empty: str = "none", csv: str | None = None) -> str:
     """``frame`` as a Markdown table, numbers by :func:`fmt`; past :data:`MAX_ROWS`
-    rows its first rows and a line naming ``csv``, the file with all of them."""
+    rows or :data:`MAX_COLUMNS` columns the first ones (:func:`bounded`) and a line
+    naming ``csv``, the file with all of them."""
     if frame is None or frame.empty:
         return empty
-    more = ""
-    if len(frame) > MAX_ROWS:
-        where = f" in `{csv}`" if csv else " in its CSV file"
-        more = f"\n\nThe first {MAX_ROWS} of {len(frame):,} rows; all{where}."
-        frame = frame.head(MAX_ROWS)
+    frame, cut = bounded(frame)
+    where = f" in `{csv}`" if csv else " in its CSV file"
+    more = f"\n\nShown: {', '.join(cut)}; all{where}." if cut else ""
     return fmt_frame(frame).to_markdown(index=False, disable_numparse=True) + more
+
+
+def bounded(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` cut to :data:`MAX_ROWS` rows and :data:`MAX_COLUMNS` columns (the
+    layouts with a column per run), and what was cut, in words."""
+    cut = []
+    if len(frame) > MAX_ROWS:
+        cut.append(f"the first {MAX_ROWS} of {len(frame):,} rows")
+        frame = frame.head(MAX_ROWS)
+    if len(frame.columns) > MAX_COLUMNS:
+        cut.append(f"the first {MAX_COLUMNS} of {len(frame.columns):,} columns")
+        frame = frame.iloc[:, :MAX_COLUMNS]
+    return frame, cut
