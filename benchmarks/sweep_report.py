@@ -340,6 +340,11 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--base", type=Path, help="a checkout of an earlier helixbench")
     parser.add_argument("--base-max", type=int, default=50, help="largest N the base runs")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="time the report again on the runs and summaries a previous call left in --work",
+    )
     args = parser.parse_args()
     mirror = resolve_mirror(None)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -348,14 +353,19 @@ def main() -> None:
         work = args.work / f"n{n}"
         work.mkdir(parents=True, exist_ok=True)
         question_bank(work, n, args.cores, env)
-        started = time.perf_counter()
-        config, plan = build_sweep(work, n, args.variants, mirror)
-        built = time.perf_counter() - started
-        summaries_wall, per_job = summarize_all(work, plan, args.cores, env)
+        if args.report_only:
+            config = sweep_config(n)
+            plan = build_plan(config, mirror)
+        else:
+            started = time.perf_counter()
+            config, plan = build_sweep(work, n, args.variants, mirror)
+            built = time.perf_counter() - started
+            summaries_wall, per_job = summarize_all(work, plan, args.cores, env)
         row = report_row("this", n, config, work, work / paths.REPORT_DIR, env)
         row["questions/run"] = sum(1 for _ in open(work / plan.runs[0].shard_paths()[0]))
-        row |= {"built s": round(built), "summaries wall s": round(summaries_wall)}
-        row["s/summary job"] = round(per_job, 2)
+        if not args.report_only:
+            row |= {"built s": round(built), "summaries wall s": round(summaries_wall)}
+            row["s/summary job"] = round(per_job, 2)
         rows.append(row)
         print(json.dumps(row), flush=True)
         if args.base and n <= args.base_max:

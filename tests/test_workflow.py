@@ -318,6 +318,22 @@ def test_rescoring_reruns_no_model(mirror, paper_run, tmp_path):
 
 @pytest.mark.workflow
 @PAPER_RUN
+def test_a_run_added_to_a_finished_sweep_redoes_that_run_and_the_join(mirror, paper_run):
+    """Each run's summary is its own job: adding a run runs it, scores it, summarizes
+    and exports it, and joins; no other run's summary is made again."""
+    config = paper_config()
+    config["methods"]["genegpt-slim-again"] = {"kind": "genegpt", "mask": "001001"}
+    config["runs"].append({"model": "codex", "method": "genegpt-slim-again"})
+    done = snakemake(paper_run, config, "--dry-run", mirror=mirror)
+    assert done.returncode == 0, done.stderr[-3000:]
+    stats = (done.stdout + done.stderr).split("Job stats:")[1]
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", stats, re.M))
+    assert jobs["summarize_run"] == jobs["export_run"] == jobs["score_run"] == "1", jobs
+    assert jobs["report"] == "1" and "genegpt-slim-again" in done.stdout
+
+
+@pytest.mark.workflow
+@PAPER_RUN
 def test_compare_any_two_runs_from_the_command_line(mirror, paper_run):
     config_file = paper_run / "paper.yaml"
     config_file.write_text(yaml.safe_dump(paper_config()))

@@ -29,29 +29,40 @@ def read_summaries(plan: Plan) -> dict[str, dict]:
     return out
 
 
+# Columns of few distinct values, held as categories in memory: a sweep's table has
+# millions of rows (1,000 runs of the whole question bank: 10 million).
+CATEGORIES = ["run", "model", "method", "benchmark", "task", "question_id", "metric", "demo"]
+
+
 def read_run_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) -> pd.DataFrame:
     """Every run's per-question table, written as the report's
-    ``question_scores.parquet`` (and ``.csv`` with ``csv``), and returned as one frame."""
+    ``question_scores.parquet`` (a run at a time, each with the config's digest; and as
+    ``.csv`` with ``csv``), and returned as one frame (without the digest)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from .. import __version__
     from .provenance import _git_commit
 
-    schema = arrow_schema()
-    parts = [pq.read_table(run.score_table_path, schema=schema) for run in plan.runs]
-    table = pa.concat_tables(parts) if parts else schema.empty_table()
-    digest = pa.array([config_digest] * len(table), pa.string())
-    table = table.set_column(
-        table.schema.get_field_index("config_sha256"), schema.field("config_sha256"), digest
-    )
-    from .. import __version__
-
     produced = {"version": __version__, "commit": _git_commit()}
-    table = table.replace_schema_metadata({"helixbench": json.dumps(produced, sort_keys=True)})
-    pq.write_table(table, Path(out_dir) / "question_scores.parquet")
-    frame = table.to_pandas()
+    schema = arrow_schema().with_metadata({"helixbench": json.dumps(produced, sort_keys=True)})
+    digest_at = schema.get_field_index("config_sha256")
+    parts = []
+    out = Path(out_dir) / "question_scores.parquet"
+    with pq.ParquetWriter(out, schema) as writer:
+        for run in plan.runs:
+            part = pq.read_table(run.score_table_path, schema=arrow_schema())
+            digest = pa.array([config_digest] * len(part), pa.string())
+            writer.write_table(part.set_column(digest_at, schema.field(digest_at), digest))
+            parts.append(part.remove_column(digest_at))
+    if not parts:
+        return pd.DataFrame(columns=[c for c in COLUMNS if c != "config_sha256"])
+    table = pa.concat_tables(parts)
+    del parts
+    frame = table.to_pandas(categories=CATEGORIES)
+    del table
     if csv:
-        frame[list(COLUMNS)].to_csv(Path(out_dir) / "question_scores.csv", index=False)
+        pd.read_parquet(out).to_csv(Path(out_dir) / "question_scores.csv", index=False)
     return frame
 
 

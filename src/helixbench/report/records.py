@@ -51,7 +51,9 @@ class ScoreIndex:
     millions of rows, and a report asks for a small share of them)."""
 
     def __init__(self, scores: pd.DataFrame):
-        self._qids = scores.question_id.to_numpy(dtype=object)
+        # Question ids as codes into their distinct values: no string a row.
+        ids = pd.Categorical(scores.question_id)
+        self._codes, self._ids = ids.codes, ids.categories.to_numpy(dtype=object)
         self._values = scores.score.to_numpy(dtype=float)
         groups = scores.groupby(["run", "task", "metric"], sort=False).indices
         self._rows = {tuple(str(k) for k in key): rows for key, rows in groups.items()}
@@ -62,7 +64,8 @@ class ScoreIndex:
             rows = self._rows.get(key)
             if rows is None:
                 return default
-            self._made[key] = dict(zip(self._qids[rows], self._values[rows].tolist(), strict=True))
+            ids = self._ids[self._codes[rows]]
+            self._made[key] = dict(zip(ids, self._values[rows].tolist(), strict=True))
         return self._made[key]
 
     def __getitem__(self, key: tuple[str, str, str]) -> dict[str, float]:
