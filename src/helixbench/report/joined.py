@@ -31,6 +31,7 @@ def read_summaries(plan: Plan) -> dict[str, dict]:
 
 # Columns of few distinct values, held as categories in memory: a sweep's table has
 # millions of rows (1,000 runs of the whole question bank: 10 million).
+ROW_GROUP = 1_000_000  # rows of question_scores.parquet written at once
 CATEGORIES = ["run", "model", "method", "benchmark", "task", "question_id", "metric", "demo"]
 
 
@@ -47,14 +48,24 @@ def read_run_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) ->
     produced = {"version": __version__, "commit": _git_commit()}
     schema = arrow_schema().with_metadata({"helixbench": json.dumps(produced, sort_keys=True)})
     digest_at = schema.get_field_index("config_sha256")
-    parts = []
+    parts, pending = [], []
     out = Path(out_dir) / "question_scores.parquet"
+
+    def flush(writer):  # row groups of many runs: compressed as well as one table
+        if pending:
+            batch = pa.concat_tables(pending)
+            digest = pa.array([config_digest] * len(batch), pa.string())
+            writer.write_table(batch.set_column(digest_at, schema.field(digest_at), digest))
+            pending.clear()
+
     with pq.ParquetWriter(out, schema) as writer:
         for run in plan.runs:
             part = pq.read_table(run.score_table_path, schema=arrow_schema())
-            digest = pa.array([config_digest] * len(part), pa.string())
-            writer.write_table(part.set_column(digest_at, schema.field(digest_at), digest))
+            pending.append(part)
+            if sum(len(p) for p in pending) >= ROW_GROUP:
+                flush(writer)
             parts.append(part.remove_column(digest_at))
+        flush(writer)
     if not parts:
         return pd.DataFrame(columns=[c for c in COLUMNS if c != "config_sha256"])
     table = pa.concat_tables(parts)

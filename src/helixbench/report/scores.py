@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import pandas as pd
 
 from ..datasets.questions import tasks_of
@@ -103,5 +105,6 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     return table[SCORE_COLUMNS]
 
 
-def _scored_tasks(benchmark: str) -> set[str]:
-    return set(tasks_of(benchmark)) & SCORED_TASKS
+@cache  # asked once per macro row: a sweep's report has tens of thousands
+def _scored_tasks(benchmark: str) -> frozenset[str]:
+    return frozenset(tasks_of(benchmark)) & SCORED_TASKS
