@@ -220,7 +220,11 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
                 "errors": html_table(errors, "errors.csv"),
             },
             "bank": [
-                {"name": b["name"], "citation": b["citation"], "table": html_table(b["layout"])}
+                {
+                    "name": b["name"],
+                    "citation": b["citation"],
+                    "table": html_table(b["layout"], "question_bank.csv"),
+                }
                 for b in bank_section["benchmarks"]
             ],
             "table4": table4,

@@ -28,7 +28,7 @@ def html_table(frame: pd.DataFrame | None, csv: str | None = None) -> Markup:
     if frame is None or frame.empty:
         return Markup("")
     frame, cut = bounded(frame)
-    where = f" in <code>{escape(csv)}</code>" if csv else ""
+    where = f" in <code>{escape(csv)}</code>" if csv else " in the report's CSV files"
     more = f'<p class="small">Shown: {", ".join(cut)}; all{where}.</p>' if cut else ""
     table = fmt_frame(frame).to_html(index=False, escape=True, border=0)
     return Markup(f'<div class="table-wrap">{table}</div>{more}')
