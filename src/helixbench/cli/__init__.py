@@ -221,7 +221,7 @@ def _job_commands(sub) -> None:
     p.add_argument("--scoring", required=True, help="the config's scoring section as JSON")
     p.add_argument("--scores", required=True, help="the run's scores (JSON lines)")
     p.add_argument("--summary", required=True, help="the run's summary.json")
-    p.add_argument("--formats", required=True, nargs="+", help="every-eval-ever, inspect")
+    p.add_argument("--formats", required=True, nargs="+", choices=("every-eval-ever", "inspect"))
     p.add_argument("--inspect-env", help="the inspect environment's marker (env.json)")
     p.add_argument("--out", required=True, help="the run's export folder")
     p.add_argument("shards", nargs="+", help="the run's shard files")

@@ -31,7 +31,6 @@ from ..scoring import CORRECTNESS_SCORERS
 from .run_summary import table
 
 EEE_SCHEMA = "0.3.0"
-FORMATS = ("every-eval-ever", "inspect")
 LOCAL_BACKENDS = ("transformers",)  # the weights run in the job itself
 
 
