@@ -40,11 +40,11 @@ from .markdown import _markdown
 from .protocols import protocol_table, protocol_tests
 from .provenance import provenance
 from .question_bank import CITATIONS, bank_layout, overlap_golds, overlap_table
-from .records import load_records, load_scores, primary_metric, score_index
+from .records import load_scores, primary_metric, score_index
 from .text import fmt
 from .tool_replies import export_tool_replies
 
-__all__ = ["load_records", "load_scores", "primary_metric", "score_index", "write_report"]
+__all__ = ["load_scores", "primary_metric", "score_index", "write_report"]
 
 # Up to this many questions in all, the page loads every run's questions as it opens
 # (and renders their transcripts), as a small report's reader expects; past it, a run's

@@ -323,17 +323,12 @@ def export_run(
     inspect_python: str | None = None,
 ) -> list[Path]:
     """The run in each of ``formats`` under ``out_dir``; returns the files written."""
-    from ..datasets.jsonfiles import read_jsonl
-    from ..datasets.questions import read_questions
-    from ..transcripts import read_records
-    from .records import scores_frame
-    from .run_summary import read_summary, records_by_task, run_scores, spec_plan
+    from .run_summary import load_run, read_summary, run_scores
 
-    plan = spec_plan(spec, scoring)
-    records = records_by_task(plan, [r for p in shard_paths for r in read_records(Path(p))])
-    scores = run_scores(plan, scores_frame(read_jsonl(Path(score_path))))
-    wanted = {r["question_id"] for of_task in records.values() for r in of_task}
-    questions = {q.id: q for q in read_questions(Path(questions_path)) if q.id in wanted}
+    plan, records, lines, questions = load_run(
+        spec, scoring, questions_path, shard_paths, score_path
+    )
+    scores = run_scores(plan, lines)
     summary = read_summary(Path(summary_path))
     out_dir = Path(out_dir)
     written = []

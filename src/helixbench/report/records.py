@@ -5,10 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ..datasets.jsonfiles import read_jsonl
-from ..plan import Plan, RunTask, run_label
+from ..plan import Plan, run_label
 from ..scoring import scorers_for
 from ..stats import PairedTest, paired_test
-from ..transcripts import read_records
 
 
 def load_scores(plan: Plan) -> pd.DataFrame:
@@ -111,16 +110,3 @@ def macro_paired_test(paired: dict) -> PairedTest:
             score_a[q], score_b[q] = of_a[q], of_b[q]
             weights[q] = 1 / (len(paired) * len(shared))
     return paired_test(score_a, score_b, weights=weights)
-
-
-def load_records(plan: Plan) -> dict[RunTask, list[dict]]:
-    """Every run record of every planned task, read once for all the tables."""
-    records: dict[RunTask, list[dict]] = {}
-    for run in plan.runs:
-        of_run = [r for p in run.shard_paths() for r in read_records(p)]
-        for task in run.tasks:
-            of_task = [
-                r for r in of_run if (r["benchmark"], r["task"]) == (task.benchmark, task.task)
-            ]
-            records[task] = sorted(of_task, key=lambda r: r["question_id"])
-    return records

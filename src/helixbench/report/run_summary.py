@@ -72,6 +72,18 @@ def records_by_task(plan: Plan, records: list[dict]) -> dict[RunTask, list[dict]
     }
 
 
+def load_run(spec: dict, scoring: dict, questions_path, shard_paths, score_path) -> tuple:
+    """A run's plan, records by task, score lines (``scores_frame``) and the questions
+    they cite: what its summary and its exports read."""
+    plan = spec_plan(spec, scoring)
+    records = records_by_task(plan, [r for p in shard_paths for r in read_records(Path(p))])
+    scores = scores_frame(read_jsonl(Path(score_path)))
+    wanted = {r["question_id"] for of_task in records.values() for r in of_task}
+    wanted |= set(scores.question_id)  # a question asked once for two benchmarks
+    questions = {q.id: q for q in read_questions(Path(questions_path)) if q.id in wanted}
+    return plan, records, scores, questions
+
+
 def task_facts(of_task: list[dict]) -> dict:
     """What the report's tables read of a task's records, beyond its scores."""
     events = [e for r in of_task for e in r["events"]]
@@ -144,14 +156,11 @@ def summarize_run(
     """Write the run's summary files (module docstring); returns the summary."""
     from .details import run_details, write_details
 
-    plan = spec_plan(spec, scoring)
+    plan, records, scores, questions = load_run(
+        spec, scoring, questions_path, shard_paths, score_path
+    )
     label = run_label(spec["model"], spec["method"])
-    records = records_by_task(plan, [r for p in shard_paths for r in read_records(Path(p))])
-    scores = scores_frame(read_jsonl(Path(score_path)))
     index = score_index(scores)
-    wanted = {r["question_id"] for of_task in records.values() for r in of_task}
-    wanted |= set(scores.question_id)  # a question asked once for two benchmarks
-    questions = {q.id: q for q in read_questions(Path(questions_path)) if q.id in wanted}
     taxonomy, labels = error_types(plan, records, index, questions)
     summary = {
         "version": SUMMARY_VERSION,
