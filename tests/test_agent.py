@@ -24,6 +24,8 @@ from helixbench.datasets.recordings import (
     local_recorded_files,
     recorded_tool_replies,
 )
+from helixbench.datasets.upstream import GENEGPT_COMMIT
+from helixbench.errors import ConfigError
 from helixbench.gateway import Sessions
 from helixbench.gateway.model_api import ModelGateway
 from helixbench.loopback.ncbi import NCBIServer
@@ -388,3 +390,35 @@ def test_the_tool_gateway_records_every_refusal_and_hides_every_key(monkeypatch)
     assert "414" in session.events[5].data["error"]
     # Each a URL handed to the executor (which refuses what is off its allowlist).
     assert urls[2:5] == ["https://localhost:8080/x", "https://[::1]/x", "https://127.0.0.1:9/x"]
+
+
+def test_an_agent_shown_the_answer_key_is_a_config_error(tmp_path, monkeypatch, mirror):
+    """`paths` that hold or lie in what runs are judged by, and `upstream` files that
+    are a benchmark's questions or a recorded run, are refused before anything runs."""
+    monkeypatch.chdir(tmp_path)
+
+    def plan(**method):
+        config = {
+            "benchmarks": ["geneturing"],
+            "models": {"m": {"backend": "openai", "model": "x", "base_url": "http://h/v1"}},
+            "methods": {"mine": {"kind": "agent", "command": ["sh", "x.sh"], **method}},
+            "runs": [{"model": "m", "method": "mine", "tasks": ["Gene alias"]}],
+        }
+        return build_plan(config, mirror)
+
+    for paths, said in {
+        ".": "holds the upstream copies",
+        "~/..": "holds",
+        "results": "lies in the runs' records",
+        str(mirror): "lies in the mirror",
+    }.items():
+        with pytest.raises(ConfigError, match=f"methods.mine.paths: .*{said}"):
+            plan(paths=[paths])
+    relpath = "raw.githubusercontent.com/ncbi/GeneGPT/{}/{}"
+    for path, said in {
+        "data/geneturing.json": "a benchmark's questions and answers",
+        "geneturing_results/001001/gene_alias.json": "recorded runs",
+    }.items():
+        with pytest.raises(ConfigError, match=f"methods.mine.upstream: .*{said}"):
+            plan(upstream=[relpath.format(GENEGPT_COMMIT, path)])
+    assert plan(paths=["tools", "{runners}"], upstream=[relpath.format(GENEGPT_COMMIT, "main.py")])

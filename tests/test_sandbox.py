@@ -1,20 +1,29 @@
 """Agents in the sandbox (helixbench.gateway.sandbox): agents of other languages and
 HTTP clients reach NCBI's public URLs unchanged, through the tool gateway, and
 nothing else: every canary attempt is refused and recorded under its own question,
-no key is readable, and two questions at once cannot touch each other."""
+no key is readable, and two questions at once cannot touch each other. Hostile
+agents (Python, shell) find no answer key, no secret of the user's home and no
+other run in what they can see, meet each cap, and have the system calls the
+seccomp filter refuses refused and recorded."""
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import threading
+import uuid
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from helixbench import secrets
+from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup
+from helixbench.errors import ConfigError
 from helixbench.gateway import sandbox
+from helixbench.gateway.sandbox import limits, syscalls, view
 from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.agent import Agent, AgentSettings, Gateways
@@ -57,10 +66,10 @@ def _gateways(tmp_path, monkeypatch):
             gateways.close()
 
 
-def _ask(gateways, model, command, question_id, canary_port) -> tuple:
-    spec = {"command": command, "env": {"CANARY_PORT": str(canary_port)}, "timeout_s": 60}
+def _ask(gateways, model, command, question_id, canary_port, question=None, **spec) -> tuple:
+    spec = {"command": command, "env": {"CANARY_PORT": str(canary_port)}, "timeout_s": 60} | spec
     agent = Agent(AgentSettings.from_spec(spec), gateways, gateways.workdir)
-    result = agent.run(question_id, f"Which gene is {question_id}?", model, None)
+    result = agent.run(question_id, question or f"Which gene is {question_id}?", model, None)
     tools = [e.data for e in result.events if e.type == "tool"]
     return result, tools
 
@@ -146,3 +155,158 @@ def test_a_machine_without_namespaces_is_told_the_cause_and_the_fix(monkeypatch)
     monkeypatch.setattr(sandbox, "_read", {}.get)
     monkeypatch.setattr(sandbox.os.path, "exists", lambda p: p == "/.dockerenv")
     assert "seccomp=unconfined" in sandbox._cause()
+
+
+def _plant(project: Path, mirror: Path, home: Path) -> tuple[str, list[str]]:
+    """A project as a user's looks after runs (the benchmark's file among the upstream
+    copies, another run's records, the caches) and a home with secrets; returns a
+    question of the benchmark and the secrets planted."""
+    file = lookup(GENEGPT_REPO, "data/geneturing.json", GENEGPT_COMMIT)
+    copy = project / "resources" / "upstream" / file.relpath
+    copy.parent.mkdir(parents=True)
+    shutil.copy(mirror / file.relpath, copy)
+    question = next(iter(json.loads(copy.read_text())["Gene alias"]))
+    other, home_secret, cache = (f"{kind}-{uuid.uuid4().hex}" for kind in ("RUN", "HOME", "CACHE"))
+    records = project / "results" / "runs" / "m" / "other" / "shard-0-of-1.jsonl"
+    records.parent.mkdir(parents=True)
+    records.write_text(json.dumps({"question": question, "answer": other}) + "\n")
+    (project / "resources" / "cache").mkdir()
+    (project / "resources" / "cache" / "models.sqlite").write_text(cache)
+    for name in (".netrc", ".ssh/id_rsa", ".cache/huggingface/token", ".config/gh/hosts.yml"):
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text(f"machine x password {home_secret}\n")
+    return question, [other, home_secret, cache]
+
+
+@pytest.mark.parametrize("agent", ["python", "shell"])
+def test_a_hostile_agent_sees_no_answer_key_no_secret_and_no_other_run(
+    tmp_path, monkeypatch, mirror, agent
+):
+    """It searches every file it can read (the system's programs in /usr aside; the
+    project, its mirror and the home are not there) for its question's text and the
+    planted secrets: found in no file outside its own folder; the user's home, real
+    and as $HOME says, reads as absent; it answers its question all the same."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    question, needles = _plant(project, mirror, home)
+    real_home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    planted = real_home / f".helixbench-test-{uuid.uuid4().hex}"
+    planted.write_text(f"real home {needles[1]}\n")
+    for place in (project, mirror.resolve(), real_home):
+        assert not str(place).startswith("/usr/")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("HOME", str(home))
+    commands = {
+        "python": ["/usr/bin/python3", str(AGENTS / "hostile.py")],
+        "shell": ["sh", str(AGENTS / "hostile.sh")],
+    }
+    env = {"NEEDLES": ",".join([*needles, f"real home {needles[1]}"])}
+    try:
+        with _gateways(tmp_path, monkeypatch) as (gateways, model, canary):
+            result, tools = _ask(
+                gateways,
+                model,
+                commands[agent],
+                "Q1",
+                canary.port,
+                question,
+                env=env,
+                python="/usr/bin/python3",
+            )
+    finally:
+        planted.unlink()
+    assert result.error is None, result.events[-1].data["stderr_tail"]
+    if agent == "shell":
+        assert result.answer == "found=[] secrets=[] userns=refused mount=refused"
+        return
+    report = json.loads(result.answer)
+    assert report["found"] == {} and report["secrets_read"] == []
+    assert report["files_read"] > 20  # /etc's, its own code's: the search did run
+    refused = {k: v for k, v in report["calls"].items() if k != "NETLINK_ROUTE"}
+    assert report["calls"]["NETLINK_ROUTE"] == "allowed"
+    assert refused == {
+        "AF_VSOCK": "EAFNOSUPPORT",
+        "AF_PACKET": "EAFNOSUPPORT",
+        "NETLINK_AUDIT": "EPROTONOSUPPORT",
+        **dict.fromkeys(list(refused)[3:], "EPERM"),
+    }
+    calls = {t["url"] for t in tools if t["route"] == "syscall"}
+    assert calls == {
+        "syscall:socket(AF_VSOCK)",
+        "syscall:socket(AF_PACKET)",
+        "syscall:socket(NETLINK_AUDIT)",
+        "syscall:unshare(CLONE_NEWUSER)",
+        "syscall:clone(CLONE_NEWUSER)",
+        *(f"syscall:{name}" for name in ("ptrace", "bpf", "perf_event_open", "keyctl", "mount")),
+    }
+
+
+CAPS = {  # cap: (its limit, a program that reaches it)
+    "memory": ({"memory_mb": 64}, ["{python}", "-c", "x = bytearray(256 << 20)"]),
+    "processes": (
+        {"processes": 16},
+        ["sh", "-c", "for i in $(seq 100); do sleep 3 & done; wait; echo Answer: x"],
+    ),
+    "cpu": ({"cpu_s": 1}, ["sh", "-c", "while :; do :; done"]),
+    "open_files": (
+        {"open_files": 64},
+        ["{python}", "-c", "import time; f = [open('/dev/null') for _ in range(99)]"],
+    ),
+    "output": ({"output_mb": 1}, ["sh", "-c", "head -c 50000000 /dev/zero"]),
+    "tmp": ({"tmp_mb": 8}, ["sh", "-c", "head -c 20000000 /dev/zero > /tmp/x; echo Answer: x"]),
+    "home": ({"home_mb": 8}, ["sh", "-c", "head -c 20000000 /dev/zero > ~/x; echo Answer: x"]),
+    "workdir": ({"workdir_mb": 8}, ["sh", "-c", "head -c 20000000 /dev/zero > x; echo Answer: x"]),
+}
+
+
+@pytest.mark.parametrize("held_by", ["cgroup", "rlimit"])
+def test_each_cap_is_reached_recorded_and_the_next_question_runs(tmp_path, monkeypatch, held_by):
+    """Each cap of `limits`, reached by a program made to: the question's error names
+    it, with what held it; the next question of the same gateways answers."""
+    monkeypatch.setenv("HELIXBENCH_SANDBOX_CGROUPS", "1" if held_by == "cgroup" else "0")
+    limits.cgroups.cache_clear()
+    if held_by == "cgroup" and limits.cgroups() is None:
+        pytest.skip("this machine lets this user make no cgroup (rlimits hold the caps)")
+    try:
+        with _gateways(tmp_path, monkeypatch) as (gateways, model, canary):
+            for cap, (limit, command) in CAPS.items():
+                result, _ = _ask(gateways, model, command, f"Q{cap}", canary.port, limits=limit)
+                agent = result.events[-1].data
+                assert result.error == f"agent_limit: {cap}", (cap, result.error, agent)
+                assert agent["limits_reached"][0] == cap
+            result, _ = _ask(gateways, model, ["sh", "-c", "echo Answer: fine"], "Q", canary.port)
+            assert (result.answer, result.error) == ("Answer: fine", None)
+    finally:
+        limits.cgroups.cache_clear()
+    held = limits.held(limits.Limits(), limits.cgroups() if held_by == "cgroup" else None)
+    assert held["memory"].startswith("cgroup" if held_by == "cgroup" else "rlimit")
+
+
+def test_a_timeout_is_the_wall_cap():
+    """The wall time is `timeout_s` (agent_timeout, as before)."""
+    assert limits.CAPS[0] == "output" and "wall" not in limits.CAPS
+
+
+def test_the_filter_refers_each_refused_call_to_the_first_process():
+    bpf, names = syscalls.program()
+    assert len(bpf) % 8 == 0 and len(bpf) > 100
+    assert set(names.values()) >= {"socket", "unshare", "clone", *syscalls.REFUSED[:5]}
+    assert any("AF_UNIX, AF_INET, AF_INET6, AF_NETLINK" in rule for rule in syscalls.rules())
+
+
+def test_an_agent_may_not_be_shown_what_runs_are_judged_by(tmp_path, monkeypatch):
+    """A path that holds or lies in the judged places is refused with the reason; the
+    agent's own code and runtime are not."""
+    monkeypatch.chdir(tmp_path)
+    places = view.judged_places({"/srv/cache.sqlite": "the tool cache"})
+    for path, said in {
+        ".": "holds the upstream copies",
+        str(tmp_path.parent): "holds the upstream copies",
+        "results/runs": "lies in the runs' records",
+        "resources/upstream/raw.githubusercontent.com": "lies in the upstream copies",
+        "/srv": "holds the tool cache",
+    }.items():
+        with pytest.raises(ConfigError, match=said):
+            view.check_paths("methods.a.paths", [path], places)
+    view.check_paths("methods.a.paths", [".venv", "resources/envs", "/opt/agent"], places)
+    assert "/usr" not in view.runtime("/usr/bin/python3")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import paths
 from . import plan as plan_module
+from .datasets.answer_keys import answer_key
 from .datasets.fetch import available
 from .datasets.published import SourceError, claimed_files, resolve_source, task_file
 from .datasets.questions import GENESET_FILES, is_sample, slugify, tasks_of
@@ -23,10 +24,11 @@ from .datasets.recordings import RECORDINGS, recorded_runs, snapshot_run
 from .datasets.upstream import GENEAGENT_COMMIT, GENEAGENT_REPO, lookup
 from .digests import sha256_json
 from .errors import ConfigError, unknown_name
+from .gateway.sandbox.view import check_paths, judged_places
 from .genegpt_format import MASK, check_mask
 from .methods import ANY_BENCHMARK_KINDS, CHAT_KINDS, GENESET_KINDS
 from .methods.genegpt import PRESETS
-from .methods.originals import complete_spec, original
+from .methods.originals import RUNNERS_DIR, complete_spec, original
 from .models import backend
 from .plan import Plan, RunTask
 from .retrieval import index_key, index_settings
@@ -107,6 +109,8 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
         mode = run.get("tools") or ("replay" if replay else tools_config.get("mode", "offline"))
         benchmarks = run.get("benchmarks", config.get("benchmarks", []))
         _check_pairing(where, run, benchmarks, model_spec, method_spec)
+        if method_spec["kind"] == "agent":
+            _check_agent_view(f"methods.{run['method']}", method_spec, config)
         if facts.published and run["model"] not in sources:
             try:
                 sources[run["model"]] = resolve_source(
@@ -267,6 +271,25 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
             f"{where}: an imported model takes the method 'imported' (a method of kind "
             f"imported), and only it does ({label})"
         )
+
+
+def _check_agent_view(where: str, spec: dict, config: dict) -> None:
+    """An agent is shown no benchmark's files: its ``upstream`` files are no answer
+    key, and its ``paths`` neither hold nor lie in what runs are judged by."""
+    for relpath in spec.get("upstream", []) if not spec.get("original") else []:
+        holds = answer_key(relpath)
+        if holds:
+            raise ConfigError(f"{where}.upstream: {relpath} holds {holds}; no agent may read it")
+    caches = {config.get("tools", {}).get("cache"): "the tool cache"}
+    caches[config.get("model_cache")] = "the model cache"
+    places = judged_places({p: why for p, why in caches.items() if p})
+    values = {"runners": str(RUNNERS_DIR), "upstream_dir": str(Path(paths.UPSTREAM_DIR).resolve())}
+    for entry in spec.get("paths", []):
+        try:
+            path = str(entry).format(**values)
+        except (KeyError, IndexError, ValueError):
+            continue  # a placeholder only the run job fills in ({workdir}): checked there
+        check_paths(f"{where}.paths", [path], places)
 
 
 def _check_task_names(where: str, names: list[str], benchmarks: list[str]) -> None:

@@ -22,6 +22,14 @@ import venv
 from pathlib import Path
 
 
+def environment_python(marker: str) -> str:
+    """The interpreter of an environment the ``original_env`` rule built (its marker)."""
+    try:
+        return json.loads(Path(marker).read_text())["python"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"{marker}: not a built environment ({exc})") from None
+
+
 def pip_pins(env_file: Path) -> list[str]:
     """The ``pip:`` entries of a conda environment file."""
     import yaml

@@ -17,6 +17,9 @@ INDEX_DIR = "resources/index/{key}"
 INDEX_MARKER = INDEX_DIR + "/index.json"
 LOCAL_MODEL = "resources/models/{weights}"  # a GGUF file converted for fast loading
 ORIGINAL_ENV = "resources/envs/{env}/env.json"  # a seed system's own environment, built
+# What a seed system builds before it runs (BRAD-Agent: its RAG database), outside the
+# agent sandbox, which shows it read-only; the marker says it is built.
+ORIGINAL_PREPARED = "resources/index/{original}/prepared.json"
 # The caches every job shares unless the config names others (tools.cache, model_cache).
 TOOL_CACHE = "resources/cache/tools.sqlite"
 MODEL_CACHE = "resources/cache/models.sqlite"

@@ -175,6 +175,8 @@ class Run:
         paths_ += [f"{paths.UPSTREAM_DIR}/{p}" for p in self.first.method_spec.get("upstream", [])]
         if self.environment:
             paths_.append(self.environment)
+        if self.first.method_spec.get("prepared"):  # what an original built (its database)
+            paths_.append(self.first.method_spec["prepared"])
         return list(dict.fromkeys(paths_))
 
     @property

@@ -43,6 +43,7 @@ from helixbench.models import SERVING_ENV
 from helixbench.tools.executor import ToolSettings
 from helixbench.datasets.upstream import manifest
 from helixbench.retrieval import corpus_files, user_documents
+from helixbench.methods.originals import ORIGINALS
 
 UPSTREAM_MANIFEST = manifest()
 
@@ -165,6 +166,13 @@ def get_original_env_file(wildcards):
         )
     folder = _isolated_env_dir(wildcards.env)
     return str(WORKFLOW_DIR / "envs" / folder / f"{wildcards.env}.yaml")
+
+
+def get_prepare_original_inputs(wildcards):
+    """An original's environment and the upstream files its runner reads."""
+    system = ORIGINALS[wildcards.original]
+    files = [upstream_path(f) for f in system.upstream_files()]
+    return {"env": system.env_marker, "files": files}
 
 
 def get_original_env_conda(wildcards):

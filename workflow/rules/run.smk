@@ -60,3 +60,19 @@ rule original_env:
     shell:
         "python -m helixbench env {input:q} --out {output:q} {params.in_place}"
         " > {log:q} 2>&1"
+
+
+# What a seed system builds before it runs (BRAD-Agent: its RAG database), in its
+# own environment and outside the agent sandbox, which then shows it read-only.
+rule prepare_original:
+    input:
+        unpack(get_prepare_original_inputs),
+    output:
+        paths.ORIGINAL_PREPARED,
+    log:
+        "logs/originals/{original}.log",
+    conda:
+        ENVS["run"]
+    shell:
+        "python -m helixbench prepare-original {wildcards.original:q} --env {input.env:q}"
+        " --out {output:q} > {log:q} 2>&1"

@@ -238,6 +238,15 @@ def _job_commands(sub) -> None:
     )
     p.set_defaults(func=jobs.environment)
 
+    p = sub.add_parser(
+        "prepare-original",
+        description="What a seed system builds before it runs (BRAD-Agent: its database).",
+    )
+    p.add_argument("original", help="the seed system (methods.originals)")
+    p.add_argument("--env", required=True, help="its environment's marker, <dir>/env.json")
+    p.add_argument("--out", required=True, help="the marker written once it is built")
+    p.set_defaults(func=jobs.prepare_original)
+
     p = sub.add_parser("report", description="Write the report directory.")
     _add_config(p, required_alternative=True)
     p.add_argument("--out-dir", required=True, help="the report directory")

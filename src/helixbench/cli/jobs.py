@@ -149,3 +149,9 @@ def environment(args) -> None:
     logging.info(
         "%s: %d packages in %s s", marker["name"], len(marker["packages"]), marker["install_s"]
     )
+
+
+def prepare_original(args) -> None:
+    from ..methods.originals import prepare
+
+    prepare(args.original, args.env, Path(args.out))

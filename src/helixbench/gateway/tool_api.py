@@ -172,6 +172,11 @@ class _Handler(QuietHandler):
 
     def _record_refusal(self, session, query: dict) -> None:
         count = max(1, int(query["count"])) if query.get("count", "").isdigit() else 1
+        if "syscall" in query:  # a system call the sandbox's seccomp filter refused
+            call, detail = query["syscall"][:40], query.get("detail", "")[:60]
+            what = f"{call}({detail})" if detail else call
+            error = f"refused: {count} call{'s' if count > 1 else ''} of {what} (seccomp)"
+            return self._record(session, None, f"syscall:{what}", error, "syscall", count)
         if "name" in query:  # a lookup of a name that is not an allowlisted host
             name = query["name"][:253]
             error = f"refused: {name} does not resolve (only the allowlisted hosts do)"

@@ -24,10 +24,15 @@ default: :mod:`helixbench.gateway.sandbox`), where NCBI's public hosts answer
 through the tool gateway and nothing else is reachable; with ``sandbox:
 cooperative`` it runs without one and the ``sitecustomize`` sends a Python agent's
 hard-coded NCBI requests to the tool gateway (its runs are marked unsandboxed).
-A timeout (``timeout_s``), a crash, a non-zero exit or output
-that holds no answer is the question's recorded error (``agent_timeout``,
-``agent_error``, ``agent_no_answer``) with the tail of its stderr, secrets
-redacted; ``max_model_calls`` and ``max_tool_calls`` cap a question's calls.
+In its sandbox the agent sees only its own code and runtime (what ``command``,
+``python`` and ``env`` name, and ``paths:``), an empty ``HOME`` and its question's
+folder: never the benchmarks' files, the user's home or other runs
+(:mod:`helixbench.gateway.sandbox.view`). A timeout (``timeout_s``), a crash, a
+non-zero exit or output that holds no answer is the question's recorded error
+(``agent_timeout``, ``agent_error``, ``agent_no_answer``) with the tail of its
+stderr, secrets redacted; a cap of ``limits:`` reached is ``agent_limit: <cap>``
+(:mod:`helixbench.gateway.sandbox.limits`); ``max_model_calls`` and
+``max_tool_calls`` cap a question's calls.
 
 Placeholders in ``command`` and ``env``: ``{python}``, ``{question_file}``,
 ``{answer_file}``, ``{question_id}``, ``{workdir}``, ``{model_url}``,
@@ -50,30 +55,39 @@ import json
 import os
 import queue
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import secrets
 from ..datasets.snapshots import Snapshot
+from ..environments import environment_python
 from ..gateway import Sessions, sandbox
+from ..gateway.sandbox import limits, root, view
 from ..paths import UPSTREAM_DIR
 from ..transcripts import Event, QuestionResult
 from . import Prepared
+from .agent_io import (
+    Caps,
+    LineReader,
+    capped_answer,
+    json_object,
+    kill,
+    read_answer,
+    read_own_file,
+    reported_outcome,
+    run_once,
+)
 from .originals import RUNNERS_DIR
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder helixbench is imported from
 AGENT_SITE = PACKAGE_ROOT / "helixbench" / "gateway" / "agent_site"
 # Environment variables an agent keeps from the job's; no other (no key) reaches it.
 KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "HF_HOME", "HF_HUB_OFFLINE")
-# An answer is a name, a list or a sentence: past this it is the agent's output gone
-# wrong, kept as that question's error (the record holds its start).
-MAX_ANSWER_CHARS = 100_000
 STDERR_TAIL = 2000
 
 
@@ -88,6 +102,9 @@ class AgentSettings:
     reply_cap: int | None = None  # bytes of a tool reply the agent keeps (None: all)
     env: tuple[tuple[str, str], ...] = ()
     sandbox: str = "isolated"  # or "cooperative": no namespaces, the sitecustomize only
+    limits: limits.Limits = field(default_factory=limits.Limits)
+    paths: tuple[str, ...] = ()  # more the agent reads (read-only)
+    upstream: tuple[str, ...] = ()  # upstream files it reads (relpaths), shown one by one
 
     @classmethod
     def from_spec(cls, spec: dict) -> AgentSettings:
@@ -108,6 +125,9 @@ class AgentSettings:
             reply_cap=spec.get("reply_cap"),
             env=tuple(sorted((spec.get("env") or {}).items())),
             sandbox=spec.get("sandbox", "isolated"),
+            limits=limits.Limits.from_spec(spec.get("limits")),
+            paths=tuple(str(p) for p in spec.get("paths") or ()),
+            upstream=tuple(spec.get("upstream") or ()),
         )
 
     @property
@@ -165,6 +185,11 @@ class Agent:
     def header(self) -> str:
         return "agent: " + " ".join(self.settings.command)
 
+    def _caps(self) -> Caps:
+        cpu = self.settings.limits.cpu_s if self.settings.isolated else None
+        output = int(self.settings.limits.output_mb * limits.MB)
+        return Caps(output, self.settings.timeout_s, cpu)
+
     def run(self, question_id: str, question: str, model, tools) -> QuestionResult:
         caps = {
             "max_model_calls": self.settings.max_model_calls,
@@ -196,30 +221,32 @@ class Agent:
             question_file.write_text(payload + "\n")
             values = self._values(session.token, question_id, question_file, answer_file, tmp)
             started = time.perf_counter()
-            process = self._start(values, tmp)
+            process, confined = self._start(values, tmp, per_question=True)
             try:
-                out, err = process.communicate(
-                    (payload + "\n").encode(), timeout=self.settings.timeout_s
-                )
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                _kill(process)
-                out, err = process.communicate()
-                timed_out = True
-            info = {
-                "mode": "per-question",
-                "exit_code": process.returncode,
-                "seconds": round(time.perf_counter() - started, 3),
-                "stderr_tail": secrets.redact(err.decode("utf-8", "replace")[-STDERR_TAIL:]),
-            }
-            if timed_out:
+                cpu_used = _cpu_used(confined)
+                stdin = (payload + "\n").encode()
+                out, err, stopped = run_once(process, stdin, self._caps(), cpu_used)
+                info = {
+                    "mode": "per-question",
+                    "exit_code": process.returncode,
+                    "seconds": round(time.perf_counter() - started, 3),
+                    "stderr_tail": secrets.redact(err.decode("utf-8", "replace")[-STDERR_TAIL:]),
+                }
+                failed = err.decode("utf-8", "replace") if process.returncode else None
+                reached = _reached(stopped, confined, info, cpu_used(), failed)
+            finally:
+                if confined is not None:
+                    confined.close()
+            if stopped == "wall":
                 return None, "agent_timeout", info
-            written = answer_file.read_text() if answer_file.is_file() else None
+            written = read_own_file(answer_file)
             answer = read_answer(written) if written else None
             answer = answer if answer is not None else read_answer(out.decode("utf-8", "replace"))
+            if reached:
+                return answer, f"agent_limit: {reached[0]}", info
             if process.returncode != 0:
                 return answer, "agent_error", info
-            error, report = reported_outcome(_json_object(written) or {}, answer)
+            error, report = reported_outcome(json_object(written) or {}, answer)
             if report is not None:
                 info["runner"] = report
             return answer, error, info
@@ -228,63 +255,86 @@ class Agent:
 
     def _ask_long_lived(self, question_id: str, question: str, caps: dict):
         if self._process is None or self._process[0].poll() is not None:
+            if self._process is not None and self._process[3] is not None:
+                self._process[3].close()
             session = self.gateways.sessions.open(question_id, question, caps)
             own = Path(tempfile.mkdtemp(dir=self.workdir, prefix="agent-"))
             values = self._values(session.token, question_id, "", "", own)
-            process = self._start(values, own, text=True)
-            lines: queue.Queue = queue.Queue()
-            errors: list[str] = []
-            threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True).start()
-            threading.Thread(target=_collect, args=(process.stderr, errors), daemon=True).start()
-            self._process = (process, session, lines, errors)
-            atexit.register(_kill, process)
-        process, session, lines, errors = self._process
+            process, confined = self._start(values, own, per_question=False, text=True)
+            reader = LineReader(process, int(self.settings.limits.output_mb * limits.MB))
+            self._process = (process, session, reader, confined)
+            atexit.register(kill, process)
+            if confined is not None:
+                atexit.register(confined.close)
+        process, session, reader, confined = self._process
         session.start(question_id, question)
+        reader.begin()
         started = time.perf_counter()
+        cpu_used = _cpu_used(confined, since=True)
         process.stdin.write(json.dumps({"id": question_id, "question": question}) + "\n")
         process.stdin.flush()
-        answer, error, report = None, "agent_timeout", None
+        answer, error, report, stopped = None, "agent_timeout", None, None
         deadline = time.monotonic() + self.settings.timeout_s
+        quota = self._caps()
         while time.monotonic() < deadline:
             try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = reader.lines.get(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
             except queue.Empty:
-                break
+                line = ""
             if line is None:  # the process ended
                 error = "agent_error"
                 break
-            reply = _json_object(line)
+            if reader.written > quota.output_bytes:
+                stopped = "output"
+                break
+            used = cpu_used()
+            if quota.cpu_s is not None and used is not None and used > quota.cpu_s:
+                stopped = "cpu"
+                break
+            reply = json_object(line) if line else None
             if reply is not None and reply.get("id") == question_id:
                 answer = read_answer(line)
                 error, report = reported_outcome(reply, answer)
                 break
-        if error == "agent_timeout":
-            _kill(process)
+        if error == "agent_timeout" or stopped:
+            kill(process)
         info = {
             "mode": "long-lived",
             "exit_code": process.poll(),
             "seconds": round(time.perf_counter() - started, 3),
-            "stderr_tail": secrets.redact("".join(errors)[-STDERR_TAIL:]),
+            "stderr_tail": secrets.redact("".join(reader.errors)[-STDERR_TAIL:]),
         }
+        failed = "".join(reader.errors) if error == "agent_error" else None
+        reached = _reached(stopped, confined, info, cpu_used(), failed)
+        if reached:
+            error = f"agent_limit: {reached[0]}"
         if report is not None:
             info["runner"] = report
         return session, (answer, error, info)
 
     # -- what the agent is given -----------------------------------------------------------
 
-    def _start(self, values: dict, cwd: Path, text: bool = False) -> subprocess.Popen:
+    def _start(self, values: dict, cwd: Path, per_question: bool, text: bool = False):
+        """The agent's process (in its sandbox where isolated, with what confines it)."""
         argv = [a.format(**values) for a in self.settings.command]
         env = self._env(values)
+        confined = None
         if self.settings.isolated:  # its own namespaces: the gateways are the only way out
-            box = self.gateways.sandbox
-            named = [self.settings.python, *argv, *(env[k] for k, _ in self.settings.env)]
-            # The project and helixbench's own Python stay readable wherever they are
-            # (a clone under /tmp too): an original's environment links to them.
-            named += [os.getcwd(), sys.prefix, str(PACKAGE_ROOT)]
-            visible = _named_paths(named, cwd)
-            argv = box.command(argv, env, cwd, values["token"], visible)
-            env = box.launcher_env()
-        return subprocess.Popen(
+            given = [Path(p.format(**values)).expanduser().absolute() for p in self.settings.paths]
+            visible = view.visible_paths(
+                self.settings.python,
+                argv,
+                [env[k] for k, _ in self.settings.env],
+                cwd,
+                [f"{UPSTREAM_DIR}/{relpath}" for relpath in self.settings.upstream],
+                [str(p) for p in given],
+                env.get("PATH", ""),
+            )
+            confined = self.gateways.sandbox.confine(
+                argv, env, cwd, values["token"], visible, self.settings.limits, per_question
+            )
+            argv, env = confined.command, self.gateways.sandbox.launcher_env()
+        process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -294,6 +344,7 @@ class Agent:
             text=text,
             start_new_session=True,  # a timeout kills the agent's children too
         )
+        return process, confined
 
     def _values(self, token, question_id, question_file, answer_file, workdir) -> dict:
         return {
@@ -325,8 +376,10 @@ class Agent:
             "PYTHONUNBUFFERED": "1",
         }
         if self.settings.isolated:
-            # The public hosts answer inside with a certificate of the run's own CA.
-            env |= self.gateways.sandbox.ca_env() | {"TMPDIR": "/tmp"}
+            # The public hosts answer inside with a certificate of the run's own CA; its
+            # home is an empty folder of its own.
+            env |= self.gateways.sandbox.ca_env() | {"TMPDIR": "/tmp", "HOME": root.HOME}
+            env.pop("HF_HOME", None)  # the user's cache, which it does not see (or names)
         else:  # cooperative: the sitecustomize routes a Python agent's requests
             gateways = [self.gateways.model.base, self.gateways.tools.base, self.gateways.mcp.base]
             env |= {
@@ -339,95 +392,31 @@ class Agent:
         return env
 
 
-def _named_paths(values, own: Path) -> list[str]:
-    """The existing absolute paths among ``values`` (an interpreter's whole venv), but
-    those in the question's own folder: what the agent may read in a sandbox."""
-    found = []
-    for value in values:
-        for part in str(value).split(os.pathsep):
-            path = Path(part)
-            if not path.is_absolute() or not path.exists() or path.is_relative_to(own):
-                continue
-            if path.parent.name == "bin" and (path.parent.parent / "pyvenv.cfg").exists():
-                path = path.parent.parent  # a venv's python: the venv
-            found.append(str(path))
+def _cpu_used(confined, since: bool = False):
+    """A function giving the CPU seconds of the sandbox's processes (from ``since``
+    this call, for a long-lived agent's question); None without a sandbox."""
+    if confined is None:
+        return lambda: None
+    start = (confined.status().get("cpu_s") or 0.0) if since else 0.0
+
+    def used() -> float | None:
+        value = confined.status().get("cpu_s")
+        return None if value is None else round(value - start, 2)
+
+    return used
+
+
+def _reached(stopped: str | None, confined, info: dict, cpu_s, failed_with=None) -> list[str]:
+    """The caps a question reached, first the one that stopped it (recorded in
+    ``info`` with its CPU seconds)."""
+    found = [stopped] if stopped and stopped != "wall" else []
+    if confined is not None:
+        found += [cap for cap in confined.reached(failed_with) if cap not in found]
+    if cpu_s is not None:
+        info["cpu_s"] = cpu_s
+    if found:
+        info["limits_reached"] = found
     return found
-
-
-def environment_python(marker: str) -> str:
-    """The interpreter of an environment the ``original_env`` rule built (its marker)."""
-    try:
-        return json.loads(Path(marker).read_text())["python"]
-    except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"{marker}: not a built environment ({exc})") from None
-
-
-def read_answer(text: str | None) -> str | None:
-    """An agent's answer: a JSON object's ``answer`` (its last such line), else its last
-    line that starts with ``Answer:``; None where it holds neither."""
-    if not text:
-        return None
-    whole = _json_object(text)
-    if whole is not None and "answer" in whole:
-        return None if whole["answer"] is None else str(whole["answer"])
-    lines = [line.strip() for line in text.strip().splitlines()]
-    for line in reversed(lines):
-        found = _json_object(line)
-        if found is not None and "answer" in found:
-            return None if found["answer"] is None else str(found["answer"])
-    for line in reversed(lines):
-        if line.lower().startswith("answer:"):
-            return line
-    return None
-
-
-def reported_outcome(reply: dict, answer: str | None) -> tuple[str | None, dict | None]:
-    """The question's error and the runner's report (secrets removed) that an answer
-    object states: its own ``error`` (GeneGPT's lengthError) if any, else
-    ``agent_no_answer`` where it holds no answer."""
-    error = None if answer is not None else "agent_no_answer"
-    if reply.get("error"):
-        error = str(reply["error"])
-    report = reply.get("runner")
-    if report is not None:
-        report = json.loads(secrets.redact(json.dumps(report)))
-    return error, report
-
-
-def _json_object(text: str) -> dict | None:
-    try:
-        value = json.loads(text)
-    except (TypeError, ValueError, RecursionError):  # nested past Python's limit: not one
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def capped_answer(answer: str | None, error: str | None) -> tuple[str | None, str | None]:
-    """An answer longer than :data:`MAX_ANSWER_CHARS` is that question's recorded error
-    (``agent_answer_too_long``), its start kept: no agent's output can swell a record."""
-    if answer is None or len(answer) <= MAX_ANSWER_CHARS:
-        return answer, error
-    cut = f"{answer[:MAX_ANSWER_CHARS]} [... {len(answer) - MAX_ANSWER_CHARS} more characters]"
-    return cut, "agent_answer_too_long"
-
-
-def _pump(stream, lines: queue.Queue) -> None:
-    for line in stream:
-        lines.put(line)
-    lines.put(None)
-
-
-def _collect(stream, into: list) -> None:
-    for line in stream:
-        into.append(line)
-        del into[:-200]
-
-
-def _kill(process) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 _GATEWAYS: dict[tuple, Gateways] = {}
@@ -464,6 +453,9 @@ def prepare(context) -> Prepared:
             "sandbox": settings.sandbox,
         }
     }
+    if settings.isolated:  # its caps, and what holds each on this machine
+        info["agent"]["limits"] = settings.limits.as_dict() | {"timeout_s": settings.timeout_s}
+        info["agent"]["limits_held"] = limits.held(settings.limits, limits.cgroups())
     if spec.get("original"):  # a seed system run unchanged: what ran it, and the override
         built = json.loads(Path(spec["python"]).read_text())
         info["agent"] |= {

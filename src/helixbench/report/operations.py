@@ -171,6 +171,7 @@ AGENT_COLUMNS = [
     "agent_timeout",
     "agent_error",
     "agent_no_answer",
+    "agent_limit",  # stopped by a cap of the method's limits (which ones: `limits_reached`)
     "model_calls",
     "model_hits",  # answered from the response cache (the GeneGPT cross-check: all)
     "sandbox",  # isolated (its own namespaces) or cooperative (marked unsandboxed)
@@ -178,11 +179,14 @@ AGENT_COLUMNS = [
     "tool_hits",
     "refused",  # refused requests, connections and datagrams
     "unresolved",  # lookups of names that are not allowlisted hosts
+    "syscalls",  # system calls the sandbox's seccomp filter refused
     "s_per_question",
     "original",  # a seed system run unchanged (methods.originals), else ""
     "sleep_asked_s",  # its fixed sleeps, as written and as slept (sleep_scale)
     "sleep_slept_s",
     "routes",
+    "limits_reached",  # cap: questions that reached it
+    "limits",  # each cap, and what held it on the machine that ran it
 ]
 
 
@@ -201,11 +205,16 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
             | {"sandbox": task.method_spec.get("sandbox", "isolated")},
         )
         routes = row["routes"] if isinstance(row["routes"], dict) else {}
+        reached = row["limits_reached"] if isinstance(row["limits_reached"], dict) else {}
         for record in records[task]:
             row["questions"] += 1
             row["answered"] += record["error"] is None
             if record["error"] in ("agent_timeout", "agent_error", "agent_no_answer"):
                 row[record["error"]] += 1
+            if (record["error"] or "").startswith("agent_limit"):
+                row["agent_limit"] += 1
+            if not row["limits"] and (record.get("agent") or {}).get("limits"):
+                row["limits"] = held_limits(record["agent"])
             for event in record["events"]:
                 data = event["data"]
                 if event["type"] == "model":
@@ -215,6 +224,8 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
                     route, count = data.get("route"), data.get("count") or 1
                     if route == "unresolved":
                         row["unresolved"] += count
+                    elif route == "syscall":
+                        row["syscalls"] += count
                     elif (data.get("error") or "").startswith("refused"):
                         row["refused"] += count
                     else:
@@ -227,10 +238,43 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
                     row["sleep_slept_s"] += sleep.get("slept_s") or 0.0
                     for route, n in (data.get("routes") or {}).items():
                         routes[route] = routes.get(route, 0) + n
-        row["routes"] = routes
+                    for cap in data.get("limits_reached") or []:
+                        reached[cap] = reached.get(cap, 0) + 1
+        row["routes"], row["limits_reached"] = routes, reached
     for row in rows.values():
         row["s_per_question"] = round(row["s_per_question"] / max(row["questions"], 1), 3)
         for key in ("sleep_asked_s", "sleep_slept_s"):
             row[key] = round(row[key], 1)
         row["routes"] = "; ".join(f"{k} {v}" for k, v in sorted(row["routes"].items()))
+        row["limits_reached"] = "; ".join(f"{k} {v}" for k, v in row["limits_reached"].items())
+        row["limits"] = row["limits"] or ""
     return pd.DataFrame(list(rows.values()), columns=AGENT_COLUMNS)
+
+
+# How a cap reads in agents.csv and the report: its value, its unit.
+LIMIT_UNITS = {
+    "memory_mb": ("memory", "MB"),
+    "processes": ("processes", ""),
+    "cpu_s": ("CPU", "s"),
+    "open_files": ("open files", ""),
+    "output_mb": ("output", "MB"),
+    "tmp_mb": ("/tmp", "MB"),
+    "home_mb": ("HOME", "MB"),
+    "workdir_mb": ("question folder", "MB"),
+    "timeout_s": ("wall", "s"),
+}
+
+
+def held_limits(agent: dict) -> str:
+    """An agent run's caps and what held each (a record's ``agent``), in one line."""
+    held = agent.get("limits_held") or {}
+    keys = {"memory_mb": "memory", "processes": "processes", "cpu_s": "cpu"}
+    keys |= {"open_files": "open_files", "output_mb": "output", "tmp_mb": "tmp"}
+    keys |= {"home_mb": "home", "workdir_mb": "workdir"}
+    parts = []
+    for key, value in agent["limits"].items():
+        name, unit = LIMIT_UNITS.get(key, (key, ""))
+        how = held.get(keys.get(key, ""))
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        parts.append(f"{name} {shown}{' ' + unit if unit else ''}{f' ({how})' if how else ''}")
+    return "; ".join(parts)

@@ -1,14 +1,15 @@
 """The sandbox an agent runs in: a boundary built from what Linux gives an
 unprivileged user, with the gateways as its only doors.
 
-Each agent process gets its own user, network, PID and mount namespaces
+Each agent process gets its own user, network, PID, mount and UTS namespaces
 (``unshare`` from util-linux: on every Linux that has namespaces at all, where
 bubblewrap is often missing and cannot do the network part alone), and a first
 process of helixbench's own inside them (:mod:`.inside`) that makes loopback the
-only network, serves the doors, hides the host's sockets and temporary files, makes
-every file system read-only but the question's own folder, and starts the agent
-with no capabilities (``setpriv``). Outside, the gateways listen on Unix sockets in
-the run job's agents folder, which the doors inside reach and the agent cannot see.
+only network, serves the doors, moves the agent into a new root that holds only its
+own code, its runtime and its question (:mod:`.root`), holds it to its caps
+(:mod:`.limits`) and a seccomp filter (:mod:`.syscalls`), and starts it with no
+capabilities (``setpriv``). Outside, the gateways listen on Unix sockets in the run
+job's agents folder, which the doors inside reach and the agent cannot see.
 
 Needs ``unshare``, ``setpriv`` (util-linux), ``ip`` (iproute2) and ``nft``
 (nftables), and a kernel that lets an unprivileged user create a user namespace:
@@ -20,6 +21,7 @@ from __future__ import annotations
 import datetime
 import functools
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -29,11 +31,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import inside
+from . import limits, root, syscalls
 
-INSIDE = Path(inside.__file__)
+INSIDE = Path(__file__).with_name("inside.py")
 NAMESPACES = ("--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child")
-NAMESPACES += ("--mount", "--mount-proc")
+NAMESPACES += ("--mount", "--mount-proc", "--uts")
 DROP_PRIVILEGES = (
     "setpriv",
     "--inh-caps=-all",
@@ -128,7 +130,7 @@ class Sandbox:
     @property
     def authority_inside(self) -> str:
         """The path of the run's CA certificate as the agent sees it."""
-        return str(Path(inside.own_dir()) / "ca.pem")
+        return f"{root.OWN_DIR}/ca.pem"
 
     def ca_env(self) -> dict[str, str]:
         """The variables common clients read for their trusted certificates."""
@@ -140,10 +142,23 @@ class Sandbox:
             "JAVA_TOOL_OPTIONS": java
         }
 
-    def command(self, argv, env: dict, question_dir: Path, token: str, visible) -> list[str]:
-        """The command line that runs ``argv`` in a sandbox of its own: ``env`` its
-        whole environment, ``question_dir`` its writable folder (and working
-        directory), ``visible`` the paths it may read that would be hidden."""
+    def confine(
+        self,
+        argv,
+        env: dict,
+        question_dir: Path,
+        token: str,
+        visible,
+        caps: limits.Limits,
+        per_question: bool,
+    ) -> Confinement:
+        """What runs ``argv`` in a sandbox of its own: ``env`` its whole environment,
+        ``question_dir`` its writable folder (and working directory), ``visible`` the
+        paths it may read besides the system's, ``caps`` its limits."""
+        name = f"helixbench-{os.getpid()}-{next(_SANDBOXES)}"
+        cgroups = limits.cgroups()
+        box = cgroups.make(name, caps) if cgroups else None
+        bpf, names = syscalls.program()
         spec = {
             "sockets": str(self.doors),
             "certificate": str(self.doors / "front.pem"),
@@ -153,25 +168,65 @@ class Sandbox:
             "hosts": self.hosts,
             "gateways": self.gateways,
             "question_dir": str(question_dir),
-            "agents_dir": str(self.agents_dir),
             "visible": sorted({str(p) for p in visible}),
             "token": token,
             "drop_privileges": list(DROP_PRIVILEGES),
             "argv": list(argv),
             "env": env,
             "cwd": str(question_dir),
+            "limits": caps.as_dict(),
+            "per_question": per_question,
+            "cgroup_procs": box.procs if box else [],
+            "status": f"{name}.status.json",
+            "seccomp": bpf.hex(),
+            "syscall_names": names,
         }
         # A file only this user reads (a command line is everyone's to read on a shared
         # node, and this one holds the question's token); the first process removes it.
         handle, path = tempfile.mkstemp(prefix="spec-", suffix=".json", dir=self.doors)
         with os.fdopen(handle, "w") as out:
             json.dump(spec, out)
-        return ["unshare", *NAMESPACES, "--", sys.executable, "-I", str(INSIDE), path]
+        command = ["unshare", *NAMESPACES, "--", sys.executable, "-I", str(INSIDE), path]
+        held = limits.held(caps, cgroups)
+        return Confinement(command, self.doors / spec["status"], box, held)
 
     @staticmethod
     def launcher_env() -> dict[str, str]:
         """The environment of ``unshare`` and the first process: a PATH, nothing else."""
         return {"PATH": f"{os.environ.get('PATH', '')}:{SYSTEM_PATH}"}
+
+
+_SANDBOXES = itertools.count()
+
+
+class Confinement:
+    """One sandboxed process, seen from the run job: the command that starts it, the
+    usage its first process publishes, the caps it reached, and what holds each."""
+
+    def __init__(self, command: list[str], status: Path, box, held: dict[str, str]):
+        self.command, self.status_file, self.box, self.held = command, status, box, held
+
+    def status(self) -> dict:
+        """The latest usage its first process published ({} before the first)."""
+        try:
+            return json.loads(self.status_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def reached(self, failed_with: str | None = None) -> list[str]:
+        """The caps it reached: the cgroup's counts, what its first process saw, and
+        the rlimits ``failed_with`` (the error output of an agent that failed) names."""
+        found = set(self.status().get("reached", []))
+        if self.box is not None:
+            found |= set(self.box.reached())
+        found |= set(limits.said(failed_with or "", self.box is not None))
+        return [cap for cap in limits.CAPS if cap in found]
+
+    def close(self) -> None:
+        if self.box is not None:
+            self.box.remove()
+        for path in (self.status_file, self.status_file.with_name(self.status_file.name + ".part")):
+            path.unlink(missing_ok=True)
 
 
 def write_certificates(folder: Path, hosts: list[str]) -> None:

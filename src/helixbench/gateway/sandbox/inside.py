@@ -1,5 +1,6 @@
-"""The first process of an agent's sandbox: PID 1 of its own user, network, PID and
-mount namespaces (started by :mod:`helixbench.gateway.sandbox` under ``unshare``).
+"""The first process of an agent's sandbox: PID 1 of its own user, network, PID,
+mount and UTS namespaces (started by :mod:`helixbench.gateway.sandbox` under
+``unshare``).
 
 It builds the agent's world, starts the agent with no capabilities and stays beside
 it as the only way out:
@@ -13,24 +14,29 @@ it as the only way out:
   the allowlisted hosts) and 80, piped to the tool gateway's front socket with the
   question's token; a DNS server on port 53 that answers the allowlisted hosts with
   127.0.0.1 and every other name NXDOMAIN;
-- **files**: every mount read-only, a fresh ``/tmp``, ``/var/tmp``, ``/dev/shm`` and
-  ``/run`` (no host socket or other job's file is there), the run's agents folder
-  hidden but for this question's own folder (writable), and the files the method
-  names bound back read-only; ``/etc/hosts``, ``/etc/resolv.conf``,
-  ``/etc/nsswitch.conf`` and the system CA bundles replaced;
-- **records**: each foreign lookup and each refused connection is reported to the
-  tool gateway under the question's token, as it happens (lookups) or within a
-  second (connections, and all of them before this process exits).
+- **files**: a new root that holds only what the agent needs (:mod:`root`);
+- **caps**: the sandbox's cgroup joined first, the agent's rlimits, and a watch of
+  what its processes use (:mod:`limits`), published for the run job every
+  :data:`limits.WATCH_S`;
+- **system calls**: the seccomp filter loaded into the agent (:mod:`syscalls`), whose
+  refusals this process answers;
+- **records**: each foreign lookup, refused connection and refused system call is
+  reported to the tool gateway under the question's token, as it happens (lookups)
+  or within a second (and all of them before this process exits).
 
-Standard library only: it runs with the run job's interpreter in isolated mode.
+Standard library only: it runs with the run job's interpreter in isolated mode, its
+sibling modules found beside it. Everything it imports is imported before the new
+root hides the interpreter's own files.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures.thread  # noqa: F401 (asyncio.to_thread's, imported lazily)
 import ctypes
 import json
 import os
+import signal
 import socket
 import ssl
 import struct
@@ -39,30 +45,12 @@ import sys
 import time
 from urllib.parse import quote
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
-MS_RELATIME = 1 << 21
-# statvfs flags -> mount flags: a remount inside a user namespace must keep them.
-KEPT_FLAGS = {
-    os.ST_NOSUID: MS_NOSUID,
-    os.ST_NODEV: MS_NODEV,
-    os.ST_NOEXEC: MS_NOEXEC,
-    os.ST_NOATIME: MS_NOATIME,
-    os.ST_NODIRATIME: MS_NODIRATIME,
-    os.ST_RELATIME: MS_RELATIME,
-}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling modules
+import limits  # noqa: E402
+import root  # noqa: E402
+import syscalls  # noqa: E402
+
 PR_SET_DUMPABLE = 4
-FRESH_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
-JAVA_STORES = ("/etc/ssl/certs/java/cacerts", "/etc/pki/java/cacerts")
-# The device nodes a program expects; no disk, no other device (a run as root would
-# otherwise keep root's access to them: ownership, not capabilities, decides).
-DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-SYSTEM_BUNDLES = (
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-    "/etc/ssl/ca-bundle.pem",
-)
 NFT_RULES = """
 table inet helixbench {
   set tcp4 { type ipv4_addr . inet_service; flags dynamic; counter; }
@@ -90,16 +78,43 @@ def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as given:
         spec = json.load(given)
     os.unlink(sys.argv[1])  # it holds the question's token
-    os.chdir(spec["sockets"])  # the doors' Unix sockets, reached by relative name
+    for procs in spec.get("cgroup_procs", []):  # its cgroup, before it starts anything
+        with open(procs, "w") as joined:
+            joined.write("0")
+    doors = os.open(spec["sockets"], os.O_PATH | os.O_DIRECTORY)
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(spec["certificate"], spec["key"])
     tls.set_alpn_protocols(["http/1.1"])
     authority = open(spec["authority"], "rb").read()
     truststore = open(spec["java_truststore"], "rb").read()
     set_up_network()
-    set_up_files(spec, authority, truststore)
+    _libc.sethostname(root.HOSTNAME.encode(), len(root.HOSTNAME))
+    sizes = {k: spec["limits"][k] for k in ("tmp_mb", "home_mb", "workdir_mb")}
+    new_root = root.Root(spec, sizes)
+    new_root.build(etc_files(spec["hosts"], authority, truststore))
+    os.fchdir(doors)  # the doors' Unix sockets, reached by relative name, outside the root
+    os.makedirs(root.OWN_DIR, exist_ok=True)
+    for name, data in (("ca.pem", authority), ("ca.jks", truststore)):
+        with open(os.path.join(root.OWN_DIR, name), "wb") as out:
+            out.write(data)
+    new_root.seal_run()
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the agent cannot read this process
-    return asyncio.run(Doors(spec, tls).run())
+    code = asyncio.run(Doors(spec, tls, new_root).run())
+    new_root.copy_out()
+    return code
+
+
+def etc_files(hosts: list[str], authority: bytes, truststore: bytes) -> dict[str, bytes]:
+    """What the new root's /etc holds that the host's does not: the resolver's files
+    and the certificate bundles (the run's own authority, where the host has a
+    bundle)."""
+    files = {
+        "/etc/hosts": hosts_file(hosts).encode(),
+        "/etc/resolv.conf": b"nameserver 127.0.0.1\noptions attempts:1 timeout:1\n",
+    }
+    files |= {p: authority for p in root.SYSTEM_BUNDLES if os.path.exists(p)}
+    files |= {p: truststore for p in root.JAVA_STORES if os.path.exists(p)}
+    return files
 
 
 # -- the network ----------------------------------------------------------------------
@@ -133,134 +148,9 @@ def refused_now() -> dict[tuple[str, str, int], int]:
     return found
 
 
-# -- the files ------------------------------------------------------------------------
-
-
-def set_up_files(spec: dict, authority: bytes, truststore: bytes) -> None:
-    original = _mount_points()
-    etc = {
-        "/etc/hosts": hosts_file(spec["hosts"]),
-        "/etc/resolv.conf": "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n",
-        "/etc/nsswitch.conf": "hosts: files dns\n",
-    }
-    replaced = {os.path.realpath(p): text.encode() for p, text in etc.items()}
-    replaced |= {os.path.realpath(p): authority for p in SYSTEM_BUNDLES if os.path.exists(p)}
-    replaced |= {os.path.realpath(p): truststore for p in JAVA_STORES if os.path.exists(p)}
-    # What stays visible under a hidden folder, opened before it is hidden: the
-    # question's own folder, and the paths the method names (the top-most of each).
-    question_fd = os.open(spec["question_dir"], os.O_PATH)
-    shown = [(p, os.open(p, os.O_PATH)) for p in _top_most(spec["visible"])]
-    devices = {n: os.open(f"/dev/{n}", os.O_PATH) for n in DEVICES if os.path.exists(f"/dev/{n}")}
-    fresh_dev(devices)
-    hidden = [d for d in FRESH_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    for folder in hidden:
-        _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
-    own = own_dir()
-    os.makedirs(own, exist_ok=True)
-    for name, data in (("ca.pem", authority), ("ca.jks", truststore)):
-        with open(os.path.join(own, name), "wb") as out:
-            out.write(data)
-    for number, (target, data) in enumerate(sorted(replaced.items())):
-        if any(_under(target, d) for d in hidden):  # its real place is hidden: write it there
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as out:
-                out.write(data)
-            continue
-        source = os.path.join(own, str(number))
-        with open(source, "wb") as out:
-            out.write(data)
-        _mount(source, target, None, MS_BIND)
-        _read_only(target)
-    for path, fd in shown:
-        if any(_under(path, d) and path != d for d in hidden):
-            _bind(fd, path)
-            _read_only(path)
-    # The run's agents folder: empty but for this question's own (other questions'
-    # folders and the gateways' sockets are there), wherever it is.
-    os.makedirs(spec["agents_dir"], exist_ok=True)
-    _mount("tmpfs", spec["agents_dir"], "tmpfs", MS_NOSUID | MS_NODEV, "mode=700")
-    _bind(question_fd, spec["question_dir"])
-    for point in original:  # the host's file systems: read-only, every one
-        if any(_under(point, d) for d in ("/proc", "/dev", *hidden)):
-            continue
-        try:
-            _read_only(point)
-        except OSError:
-            if point == "/":
-                raise
-    for point in ("/run", "/dev", "/proc"):  # their fresh ones, now that they are made
-        if point in hidden or point != "/run":
-            _read_only(point)
-
-
-def fresh_dev(devices: dict[str, int]) -> None:
-    """A ``/dev`` of its own: ``devices`` (opened before) bound back, the usual links."""
-    _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755")
-    for name, fd in devices.items():
-        open(f"/dev/{name}", "a").close()
-        _mount(f"/proc/self/fd/{fd}", f"/dev/{name}", None, MS_BIND)
-    os.mkdir("/dev/shm")
-    for number, name in enumerate(("stdin", "stdout", "stderr")):
-        os.symlink(f"/proc/self/fd/{number}", f"/dev/{name}")
-    os.symlink("/proc/self/fd", "/dev/fd")
-
-
-def _top_most(paths) -> list[str]:
-    """The existing ``paths`` that are not inside another of them."""
-    kept: list[str] = []
-    for path in sorted(p for p in paths if os.path.exists(p)):
-        if not any(_under(path, k) for k in kept):
-            kept.append(path)
-    return kept
-
-
-def _bind(fd: int, path: str) -> None:
-    """Bind what ``fd`` opened (before its place was hidden) at ``path``."""
-    if os.path.isdir(f"/proc/self/fd/{fd}"):
-        os.makedirs(path, exist_ok=True)
-    elif not os.path.exists(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        open(path, "a").close()
-    _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-
-
-def own_dir() -> str:
-    """Where the sandbox's own files (its CA, hosts, resolver) are, inside."""
-    return "/run/helixbench" if os.path.isdir("/run") else "/tmp/.helixbench"
-
-
 def hosts_file(hosts: list[str]) -> str:
     lines = ["127.0.0.1 localhost", "::1 localhost ip6-localhost"]
     return "\n".join(lines + [f"127.0.0.1 {host}" for host in hosts]) + "\n"
-
-
-def _mount_points() -> list[str]:
-    points = []
-    with open("/proc/self/mountinfo", encoding="utf-8") as lines:
-        for line in lines:
-            point = line.split()[4]
-            points.append(point.encode().decode("unicode_escape"))  # \040 is a space
-    return points
-
-
-def _read_only(point: str) -> None:
-    kept = 0
-    flags = os.statvfs(point).f_flag
-    for statvfs_flag, mount_flag in KEPT_FLAGS.items():
-        if flags & statvfs_flag:
-            kept |= mount_flag
-    _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
-
-
-def _mount(source, target, kind, flags, data=None) -> None:
-    encoded = [s.encode() if s is not None else None for s in (source, target, kind, data)]
-    if _libc.mount(encoded[0], encoded[1], encoded[2], flags, encoded[3]) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"mount {target}: {os.strerror(error)}")
-
-
-def _under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _run(argv: list[str], stdin: str | None = None, check: bool = True) -> str:
@@ -276,12 +166,15 @@ def _run(argv: list[str], stdin: str | None = None, check: bool = True) -> str:
 class Doors:
     """The listeners inside, the agent's process, and the reports of what it tried."""
 
-    def __init__(self, spec: dict, tls: ssl.SSLContext):
+    def __init__(self, spec: dict, tls: ssl.SSLContext, new_root: root.Root):
         self.spec, self.tls = spec, tls
         self.token = spec["token"]
         self.hosts = {h.lower() for h in spec["hosts"]} | {"localhost"}
         self.reported: dict = {}
         self.looked_up: dict[str, float] = {}
+        by_cgroup = bool(spec.get("cgroup_procs"))
+        self.watch = limits.Watch(spec["limits"], by_cgroup, new_root.writable)
+        self.refusals: syscalls.Refusals | None = None
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
@@ -298,20 +191,58 @@ class Doors:
                 )
             except OSError:  # IPv6 off in this kernel
                 pass
+        ours, theirs = socket.socketpair()
         agent = await asyncio.create_subprocess_exec(
             *self.spec["drop_privileges"],
             *self.spec["argv"],
             env=self.spec["env"],
             cwd=self.spec["cwd"],
+            preexec_fn=self._confine(theirs),
         )
+        theirs.close()
+        _, (listener,), _, _ = socket.recv_fds(ours, 1, 1)
+        ours.close()
+        self.refusals = syscalls.Refusals(listener, self.spec["syscall_names"])
+        loop.add_reader(listener, self._answer)
         waiting = asyncio.ensure_future(agent.wait())
+        last_report = time.monotonic()
         while not waiting.done():
-            await asyncio.wait([waiting], timeout=POLL_S)
-            await self.report_refused()
+            await asyncio.wait([waiting], timeout=limits.WATCH_S)
+            self._sample(agent.pid)
+            if time.monotonic() - last_report >= POLL_S:
+                last_report = time.monotonic()
+                await self.report_refused()
         code = waiting.result()
+        self._sample(agent.pid)
+        loop.remove_reader(listener)
         await asyncio.sleep(0)  # a lookup answered just now is reported first
         await self.report_refused()
         return code if code >= 0 else 128 - code
+
+    def _confine(self, channel: socket.socket):
+        """What the agent's process does before it runs the agent: its rlimits, the
+        seccomp filter, whose notification descriptor goes to this process."""
+        caps, by_cgroup = self.spec["limits"], bool(self.spec.get("cgroup_procs"))
+        per_question = self.spec["per_question"]
+        bpf = bytes.fromhex(self.spec["seccomp"])
+
+        def confine() -> None:
+            limits.apply_rlimits(caps, by_cgroup, per_question)
+            listener = syscalls.load(bpf)
+            socket.send_fds(channel, [b"f"], [listener])
+            os.close(listener)
+
+        return confine
+
+    def _answer(self) -> None:
+        if self.refusals is not None and not self.refusals.answer():
+            asyncio.get_running_loop().remove_reader(self.refusals.fd)
+
+    def _sample(self, agent_pid: int) -> None:
+        limits.reap_orphans(keep=agent_pid)
+        if self.watch.sample():  # past its processes' cap: every process here ends
+            os.kill(-1, signal.SIGKILL)
+        self.watch.publish(self.spec["status"])
 
     async def report_refused(self) -> None:
         found = await asyncio.to_thread(refused_now)
@@ -320,6 +251,8 @@ class Doors:
             if new > 0:
                 self.reported[(protocol, address, port)] = count
                 await self.report(f"proto={protocol}&host={quote(address)}&port={port}&count={new}")
+        for call, detail, count in self.refusals.new() if self.refusals else []:
+            await self.report(f"syscall={quote(call)}&detail={quote(detail)}&count={count}")
 
     def looked_up_name(self, name: str) -> None:
         now = time.monotonic()

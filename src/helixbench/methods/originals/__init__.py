@@ -21,6 +21,10 @@ at 1).
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +35,8 @@ from ...datasets.upstream import (
     GENEGPT_REPO,
     lookup,
 )
-from ...paths import ORIGINAL_ENV
+from ...environments import environment_python
+from ...paths import ORIGINAL_ENV, ORIGINAL_PREPARED, UPSTREAM_DIR
 from ...retrieval import GENEAGENT_SYNOPSES
 
 RUNNERS_DIR = Path(__file__).resolve().parent
@@ -53,6 +58,10 @@ class Original:
     reply_cap: int | None = None  # bytes of a tool reply the system keeps
     mode: str = "per-question"
     extra_args: tuple[str, ...] = ()  # more of the runner's arguments
+    paths: tuple[str, ...] = ()  # more it reads (placeholders as in command), read-only
+    # Whether its runner builds something first (``--prepare``: BRAD-Agent's database),
+    # run by the prepare_original rule outside the sandbox (:func:`prepare`).
+    prepares: bool = False
     timeout_s: float = 900.0
 
     @property
@@ -62,6 +71,10 @@ class Original:
     @property
     def env_marker(self) -> str:
         return ORIGINAL_ENV.format(env=self.environment)
+
+    @property
+    def prepared_marker(self) -> str | None:
+        return ORIGINAL_PREPARED.format(original=self.name) if self.prepares else None
 
     def upstream_files(self) -> list:
         return [lookup(self.repo, path, self.commit) for path in self.files]
@@ -123,6 +136,7 @@ ORIGINALS = {
             ("geneturing", "genehop", "genesets"),
             mode="long-lived",  # BRAD takes a minute to start (router, database)
             extra_args=("--db-dir", "{upstream_dir}/../index/brad-agent"),
+            prepares=True,
         ),
     )
 }
@@ -151,7 +165,35 @@ def complete_spec(spec: dict) -> dict:
         "mode": system.mode,
         "timeout_s": system.timeout_s,
         "upstream": files,
+        "paths": ["{runners}", *system.paths],  # (runner_common.py beside each runner)
     }
     if system.reply_cap is not None:
         filled["reply_cap"] = system.reply_cap
+    if system.prepared_marker:
+        filled["prepared"] = system.prepared_marker
     return {**filled, **spec}
+
+
+def prepare(name: str, env_marker: str, out: Path) -> dict:
+    """Run an original's ``--prepare`` step in its own environment, outside the agent
+    sandbox (the ``prepare_original`` job), and write its marker ``out``."""
+    spec = complete_spec({"original": name})
+    values = {
+        "python": environment_python(env_marker),
+        "runners": str(RUNNERS_DIR),
+        "upstream_dir": os.path.abspath(UPSTREAM_DIR),
+        "answer_file": "-",
+    }
+    argv = [a.format(**values) for a in spec["command"]] + ["--prepare"]
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} --prepare failed: {done.stderr[-3000:]}")
+    marker = {
+        "original": name,
+        "built": done.stdout.strip().splitlines()[-1:],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(marker, indent=1) + "\n")
+    return marker

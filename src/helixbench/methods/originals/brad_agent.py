@@ -15,10 +15,13 @@ What this runner does, all of it outside BRAD:
   place of bge-base (there is no bge-base to be had offline), and the record says so.
 - **Its RAG database, by its own code.** ``BRAD.rag.create_database`` builds a
   Chroma database from a directory of PDFs, BRAD's only document format: each file
-  of the corpus (``--corpus``, GeneAgent's per-gene synopses by default, as
-  helixbench's ``brad`` kind reads them) is written as a PDF of its lines (fpdf2),
-  read back by BRAD's loader (pypdf), and checked to hold every word of its text.
-  The database is built once, under ``--db-dir`` (keyed by the corpus's digest).
+  of the corpus (GeneAgent's per-gene synopses, as helixbench's ``brad`` kind reads
+  them) is written as a PDF of its lines (fpdf2), read back by BRAD's loader
+  (pypdf), and checked to hold every word of its text. The database is built once,
+  outside the sandbox (``--prepare``, the ``prepare_original`` rule), under
+  ``--db-dir`` (keyed by the corpus's digest), which the agent's sandbox shows
+  read-only: each run copies it into its own temporary folder (Chroma writes to
+  the database it opens).
 - **The agent.** ``Agent(interactive=False, ragvectordb=..., embeddings_model=...)``
   with BRAD's default LLM (``load_openai``: ChatOpenAI, gpt-3.5-turbo-0125) reading
   the gateway's ``OPENAI_API_BASE`` and token; its logs go under the run's work
@@ -28,6 +31,7 @@ What this runner does, all of it outside BRAD:
 - Chroma's anonymous telemetry is switched off (``ANONYMIZED_TELEMETRY=False``).
 
 Usage: python brad_agent.py ANSWER_FILE --upstream DIR --db-dir DIR [--sleep-scale F]
+       python brad_agent.py - --upstream DIR --db-dir DIR --prepare
 """
 
 import argparse
@@ -37,6 +41,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -106,17 +111,19 @@ def check_round_trip(pdfs) -> None:
             raise SystemExit(f"{path}: the PDF does not read back as its text")
 
 
-def database(upstream: str, db_dir: str):
-    """BRAD's Chroma database of the corpus, built by BRAD once per corpus digest."""
-    from BRAD import rag
-    from langchain_chroma import Chroma
-    from langchain_community.embeddings import HuggingFaceEmbeddings
-
+def database_name(upstream: str) -> str:
     digest = hashlib.sha256()
     for name in CORPUS:
         with open(os.path.join(upstream, name), "rb") as f:
             digest.update(hashlib.sha256(f.read()).digest())
-    name = "brad-" + digest.hexdigest()[:16]
+    return "brad-" + digest.hexdigest()[:16]
+
+
+def build_database(upstream: str, db_dir: str) -> str:
+    """BRAD's Chroma database of the corpus, built by BRAD once per corpus digest."""
+    from BRAD import rag
+
+    name = database_name(upstream)
     os.makedirs(db_dir, exist_ok=True)
     with open(os.path.join(db_dir, name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # shards build it once
@@ -135,10 +142,23 @@ def database(upstream: str, db_dir: str):
             )
             with open(done, "w") as f:
                 f.write("ok\n")
-    import chromadb
+    return name
 
+
+def open_database(upstream: str, db_dir: str, work: str):
+    """The built database, copied into ``work`` (where Chroma may write), opened."""
+    import chromadb
+    from langchain_chroma import Chroma
+    from langchain_community.embeddings import HuggingFaceEmbeddings
+
+    name = database_name(upstream)
+    built = os.path.join(db_dir, name)
+    if not os.path.isfile(os.path.join(built, "built")):
+        raise SystemExit(f"{built}: BRAD's database is not built (run with --prepare first)")
+    copy = os.path.join(work, "db", name)
+    shutil.copytree(built, copy)
     embeddings = HuggingFaceEmbeddings(model_name=ROUTER_MODEL)
-    client = chromadb.PersistentClient(path=os.path.join(db_dir, name))
+    client = chromadb.PersistentClient(path=copy)
     vectordb = Chroma(client=client, collection_name=name, embedding_function=embeddings)
     return vectordb, embeddings, name
 
@@ -149,13 +169,17 @@ def main() -> None:
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--db-dir", required=True)
     parser.add_argument("--sleep-scale", type=float, default=1.0)
+    parser.add_argument("--prepare", action="store_true", help="build the database, then stop")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="brad-agent-")
     lay_hub_cache(os.path.join(work, "hf"))
     os.environ["ANONYMIZED_TELEMETRY"] = "False"  # Chroma's telemetry: nothing leaves
+    if args.prepare:
+        print(build_database(args.upstream, args.db_dir))
+        return
     out = sys.stdout
     sys.stdout = sys.stderr  # BRAD prints; only answers go to the real stdout
-    vectordb, embeddings, db_name = database(args.upstream, args.db_dir)
+    vectordb, embeddings, db_name = open_database(args.upstream, args.db_dir, work)
     config = os.path.join(work, "config.json")
     with open(config, "w") as f:
         json.dump({"log_path": os.path.join(work, "logs")}, f)
