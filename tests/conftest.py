@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from helixbench.datasets.fetch import fetch, pin_mirror_env
-from helixbench.datasets.recordings import recorded_runs
 from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup
+from helixbench.sources.recordings import recorded_runs
 
 # A relative HELIXBENCH_MIRROR (the README's ../shared/mirror) is taken from where
 # pytest was started, once, before any test starts a process elsewhere.
@@ -49,6 +49,28 @@ def run_snakemake(
         *args,
     ]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def inspect_env(tmp_path_factory) -> str:
+    """Inspect's environment (workflow/envs/peers/inspect.yaml: Inspect AI,
+    inspect_evals), built from the package registry as the workflow builds it, once
+    for every test process of the run (a lock keyed by the file's digest)."""
+    import fcntl
+    import hashlib
+
+    from helixbench.environments import build
+
+    spec = REPO_ROOT / "workflow" / "envs" / "peers" / "inspect.yaml"
+    digest = hashlib.sha256(spec.read_bytes()).hexdigest()[:12]
+    shared = tmp_path_factory.getbasetemp().parent / f"inspect-env-{digest}"
+    shared.mkdir(exist_ok=True)
+    marker = shared / "env.json"
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not marker.exists():
+            build(spec, marker)
+    return str(marker)
 
 
 @pytest.fixture(scope="session")

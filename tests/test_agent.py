@@ -17,13 +17,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from helixbench.benchmarks import local_question_table
 from helixbench.config import build_plan
-from helixbench.datasets.questions import local_question_table, write_questions
-from helixbench.datasets.recordings import (
-    load_recording,
-    local_recorded_files,
-    recorded_tool_replies,
-)
+from helixbench.datasets.questions import write_questions
 from helixbench.datasets.upstream import GENEGPT_COMMIT
 from helixbench.errors import ConfigError
 from helixbench.gateway import Sessions
@@ -32,7 +28,12 @@ from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.models import create_model
 from helixbench.report.operations import agent_table
-from helixbench.runner import run_shard
+from helixbench.run.shard import run_shard
+from helixbench.sources.recordings import (
+    load_recording,
+    local_recorded_files,
+    recorded_tool_replies,
+)
 from helixbench.tools import SETTINGS_ENV
 from helixbench.tools.cache import ReplyCache
 from helixbench.tools.seed import seed_from_recordings

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from helixbench.benchmarks import local_question_table
 from helixbench.config import build_plan
-from helixbench.datasets.questions import local_question_table, write_questions
+from helixbench.datasets.questions import write_questions
 from helixbench.loopback.openai import OpenAIServer, OpenAIServerState
 from helixbench.models import CompletionRequest, ModelError, create_model
 from helixbench.models.limits import RequestLimit
-from helixbench.runner import run_shard
+from helixbench.run.shard import run_shard
 from helixbench.transcripts import read_records, without_timings
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helixbench.config_schema import check_config
+from helixbench.config.schema import check_config
 from helixbench.errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -102,3 +102,73 @@ def test_the_file_that_holds_the_key_is_named_and_a_valid_config_passes(tmp_path
         check_config(config, [base, extra])
     with pytest.raises(ConfigError, match="shards: 5000 is out of range; it must be at most"):
         check_config(_with(lambda c: c.update(shards=5000)), [base])
+
+
+def test_the_schema_takes_every_name_from_the_code():
+    """Where the schema file says `x-enum`, the names are the code's: every benchmark
+    and task the benchmark modules declare, every scorer, backend, method kind, seed
+    system; none is written out in the file, so none can drift."""
+    from helixbench.benchmarks import all_tasks, names
+    from helixbench.config.schema import SCHEMA, generated_enums, load_schema
+    from helixbench.methods import KINDS
+    from helixbench.scoring import SCORER_NAMES
+
+    raw = SCHEMA.read_text()
+    for name, values in generated_enums().items():
+        assert f"x-enum: {name}" in raw, name
+        assert len(values) == len(set(values)) > 0, name
+    schema = load_schema()
+    assert schema["properties"]["benchmarks"]["items"]["enum"] == names()
+    tasks = schema["properties"]["scoring"]["properties"]["tasks"]["propertyNames"]["enum"]
+    assert tasks == all_tasks() and {"TF regulation", "ORF-seq-AAid", "GO toy"} <= set(tasks)
+    assert schema["$defs"]["scorer_list"]["items"]["enum"] == list(SCORER_NAMES)
+    kinds = schema["properties"]["methods"]["additionalProperties"]["properties"]["kind"]
+    assert kinds["enum"] == list(KINDS)
+    # what docs/scoring.md shows is a config the schema takes
+    check_config({**DEFAULT, "scoring": {"tasks": {"TF regulation": ["tf_label"]}}})
+
+
+def _yaml_blocks(markdown: str) -> list[str]:
+    import re
+
+    return re.findall(r"```yaml\n(.*?)```", markdown, re.S)
+
+
+def _merged(base: dict, over: dict) -> dict:
+    """``over`` on ``base`` as Snakemake merges --configfile files: mappings key by key,
+    lists and values replaced."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merged(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def test_every_yaml_example_of_the_docs_and_config_examples_is_a_valid_config(mirror):
+    """Each config in config/examples/ (over the default, as --configfile merges it)
+    passes the schema and plans; each YAML example in docs/ that is a config (its
+    keys are config keys) passes the schema over the default."""
+    from helixbench.config import build_plan
+    from helixbench.config.schema import load_schema
+
+    keys = set(load_schema()["properties"])
+    examples = sorted((REPO_ROOT / "config" / "examples").glob("*.yaml"))
+    assert len(examples) >= 13
+    for path in examples:
+        config = _merged(DEFAULT, yaml.safe_load(path.read_text()))
+        check_config(config, [path])
+        assert build_plan(config, mirror).runs, path
+    checked = 0
+    for page in sorted((REPO_ROOT / "docs").rglob("*.md")):
+        for block in _yaml_blocks(page.read_text()):
+            snippet = yaml.safe_load(block)
+            if not isinstance(snippet, dict) or not set(snippet) <= keys:
+                continue  # a profile, an environment file, a fragment of another file
+            try:
+                check_config(_merged(DEFAULT, snippet), [page])
+            except ConfigError as exc:
+                raise AssertionError(f"{page.name}: {block}\n{exc}") from None
+            checked += 1
+    assert checked >= 6  # (every YAML block of the docs today)

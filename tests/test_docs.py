@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from helixbench.cli import build_parser
-from helixbench.config_reference import reference_markdown, undescribed_keys
+from helixbench.config.reference import reference_markdown, undescribed_keys
 
 from .conftest import REPO_ROOT
 

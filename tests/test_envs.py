@@ -63,7 +63,7 @@ def test_fetch_jobs_run_with_only_the_fetch_environment(mirror, tmp_path):
     """The fetch environment's jobs, for real, with every other package missing: fetch
     a recorded run, extract its snapshot, seed the tool cache from it."""
     from helixbench import paths
-    from helixbench.datasets.recordings import recorded_runs
+    from helixbench.sources.recordings import recorded_runs
 
     run = recorded_runs("genegpt-2023", "geneturing", "001001")[0]
     local = paths.upstream_path(run.file)
@@ -124,7 +124,8 @@ def _dry_run(mirror: Path, *args: str, env: dict | None = None):
 
 
 def test_the_test_config_plans_every_rule_and_snakemake_finds_its_environments(mirror, tmp_path):
-    """.test/config/config.yaml plans a job of every rule, and under --sdm conda
+    """.test/config/config.yaml plans a job of every rule (but a seed system's own
+    build, which config/examples/seed-systems.yaml plans), and under --sdm conda
     Snakemake finds each rule's environment file."""
     _stand_in_conda(tmp_path / "bin")
     path = f"{tmp_path / 'bin'}:{os.environ['PATH']}"
@@ -140,15 +141,18 @@ def test_the_test_config_plans_every_rule_and_snakemake_finds_its_environments(m
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout + done.stderr
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1], re.M))
-    assert set(jobs) - {"all", "total"} == set(rule_names())
+    assert set(jobs) - {"all", "total"} == set(rule_names()) - {"prepare_original"}
+    seeds = _dry_run(mirror, "--configfile", "config/examples/seed-systems.yaml")
+    assert "prepare_original" in seeds.stdout + seeds.stderr, seeds.stderr[-2000:]
     created = {Path(p).name for p in re.findall(r"Conda environment (\S+) will be created", out)}
     assert created == {
         "fetch.yaml",
         "local.yaml",
+        "run.yaml",
         "score.yaml",
         "report.yaml",
         "genegpt-main.yaml",
-        "inspect-ai.yaml",
+        "inspect.yaml",
     }
 
 

@@ -187,8 +187,8 @@ def test_http_download_retries_then_verifies(tmp_path):
 
 def test_malformed_json_names_the_file_and_line(tmp_path):
     from helixbench.datasets.jsonfiles import read_json, read_jsonl
-    from helixbench.datasets.recordings import load_recording
     from helixbench.errors import DataError
+    from helixbench.sources.recordings import load_recording
 
     broken = tmp_path / "recording.json"
     broken.write_text('[["q", "g", "a", []],\n  ["q2", ')
@@ -206,9 +206,9 @@ def test_malformed_json_names_the_file_and_line(tmp_path):
 def test_an_upstream_file_changed_after_download_is_detected(mirror, tmp_path):
     """A local copy under resources/upstream is checked against its pin when read:
     an edit is an error naming the file, not a silently different result."""
-    from helixbench.datasets.recordings import load_recording, recorded_runs
     from helixbench.errors import DataError
     from helixbench.paths import upstream_path
+    from helixbench.sources.recordings import load_recording, recorded_runs
 
     run = next(r for r in recorded_runs("genegpt-2023", "geneturing", "001001"))
     local = tmp_path / upstream_path(run.file)

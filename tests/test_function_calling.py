@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from helixbench.datasets.recordings import load_recording, recorded_header, snapshot_run
 from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.function_calling import FunctionCalling, demonstration_turns, final_answer
 from helixbench.models import ModelError, create_model
+from helixbench.sources.recordings import load_recording, recorded_header, snapshot_run
 from helixbench.tools.cache import ReplyCache
 from helixbench.tools.executor import ToolExecutor, ToolSettings
 from helixbench.tools.functions import NCBIFunctions, call_of_url, function_urls, reply_text
@@ -254,7 +254,7 @@ def test_a_call_that_asks_what_codex_asked_gets_the_2023_reply_offline(
     mirror, tmp_path, monkeypatch
 ):
     """The seeded cache answers a function call whose URL is one Codex wrote."""
-    from helixbench.datasets.recordings import local_recorded_files
+    from helixbench.sources.recordings import local_recorded_files
 
     monkeypatch.chdir(tmp_path)
     files = [f for _, f in local_recorded_files("genegpt-2023", "geneturing", "001001", mirror)]
@@ -277,8 +277,8 @@ def test_a_recorded_blast_call_gets_the_recorded_hits_offline(upstream, tmp_path
     question's BLAST call gets the recorded hits offline, as the text protocol does.
     First the Dm.4 question; then every BLAST call the seeded files show, derived from
     them."""
-    from helixbench.datasets.recordings import RecordingReader, recorded_runs
     from helixbench.paths import upstream_path
+    from helixbench.sources.recordings import RecordingReader, recorded_runs
     from helixbench.tools.recorded_calls import recorded_function_calls
 
     monkeypatch.chdir(tmp_path)

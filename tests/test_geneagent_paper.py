@@ -11,8 +11,8 @@ import statistics
 
 import yaml
 
-from helixbench.datasets.geneagent_outputs import align, read_blocks
 from helixbench.scoring.text import EmbeddingScorer, cached_hub_model
+from helixbench.sources.geneagent_outputs import align, read_blocks
 
 from .conftest import REPO_ROOT, run_snakemake
 

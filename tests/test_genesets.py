@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from helixbench.benchmarks.genesets import FILES as GENESET_FILES
+from helixbench.benchmarks.genesets import load_genesets
 from helixbench.config import ConfigError, build_plan
-from helixbench.datasets.questions import GENESET_FILES, load_genesets
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.genesets import (
     ClosedBook,
@@ -16,9 +17,9 @@ from helixbench.methods.genesets import (
     GseaTop1,
     parse_claims,
     parse_process,
-    parse_verdict,
     recorded_terms,
 )
+from helixbench.methods.session import parse_verdict
 from helixbench.models import create_model
 from helixbench.scoring.text import EmbeddingScorer, PercentileScorer, rouge_scorer_for
 from helixbench.tools.executor import ToolExecutor

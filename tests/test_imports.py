@@ -11,18 +11,19 @@ from pathlib import Path
 import pytest
 
 from helixbench import paths
+from helixbench.benchmarks import genehop, geneturing
 from helixbench.config import ConfigError, build_plan, resolve_scoring
 from helixbench.datasets.fetch import MIRROR_ENV, FetchError, fetch
-from helixbench.datasets.published import SOURCES, coverage, load_items, resolve_source, task_file
-from helixbench.datasets.questions import BENCHMARK_FILES, load_benchmark, write_questions
-from helixbench.datasets.recordings import load_recording
+from helixbench.datasets.questions import load_task_dict, write_questions
 from helixbench.datasets.upstream import manifest
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.paths import upstream_path
-from helixbench.runner import run_shard, score_run
+from helixbench.run.shard import run_shard, score_run
 from helixbench.scoring import Scorers, extracted_score
 from helixbench.scoring.extract import extract_answer, is_bare
 from helixbench.scoring.genegpt import genegpt_score
+from helixbench.sources.published import SOURCES, coverage, load_items, resolve_source, task_file
+from helixbench.sources.recordings import load_recording
 from helixbench.transcripts import read_records
 
 
@@ -36,8 +37,8 @@ def _fetch_all(plan, mirror: Path, workdir: Path) -> None:
 
 def _questions(workdir: Path) -> Path:
     questions = []
-    for benchmark, file in BENCHMARK_FILES.items():
-        questions += load_benchmark(benchmark, workdir / upstream_path(file))
+    for benchmark, file in {"geneturing": geneturing.FILE, "genehop": genehop.FILE}.items():
+        questions += load_task_dict(benchmark, workdir / upstream_path(file))
     out = workdir / paths.QUESTIONS
     write_questions(questions, out)
     return out
@@ -228,10 +229,7 @@ def test_openbiollm_import_scores_as_upstream_rules_give(mirror, tmp_path):
     assert (by[(first_coding, "genegpt")], by[(first_coding, "extracted")]) == (0.0, 1.0)
     # Per task, the upstream scorer on the file's own final texts, matched by question.
     ours = {
-        q.text: q
-        for q in load_benchmark(
-            "geneturing", tmp_path / upstream_path(BENCHMARK_FILES["geneturing"])
-        )
+        q.text: q for q in load_task_dict("geneturing", tmp_path / upstream_path(geneturing.FILE))
     }
     for task in ("Gene location", "Protein-coding genes", "Multi-species DNA aligment"):
         file = task_file(resolve_source("openbiollm/pre_qwen32b", "x"), "geneturing", task)
@@ -265,11 +263,9 @@ def _custom_source(tmp_path: Path, mirror: Path, items: dict) -> tuple[Path, dic
     """A tiny task_dict source in a mirror of its own (the benchmarks linked in)."""
     own = tmp_path / "mirror"
     (own / "raw.githubusercontent.com").mkdir(parents=True)
-    # The question table's files: GeneGPT's, GeneAgent's, GeneTuring 2025's, BioRAGent's.
-    for owner in ("ncbi", "ncbi-nlp", "Winnie09", "23AIBox"):
-        (own / "raw.githubusercontent.com" / owner).symlink_to(
-            mirror / "raw.githubusercontent.com" / owner
-        )
+    # The question table's files: every benchmark's.
+    for owner in (mirror / "raw.githubusercontent.com").iterdir():
+        (own / "raw.githubusercontent.com" / owner.name).symlink_to(owner)
     commit = "0123456789abcdef0123456789abcdef01234567"
     path = own / "raw.githubusercontent.com" / "someone" / "published" / commit / "out" / "gt.json"
     path.parent.mkdir(parents=True)
@@ -312,9 +308,7 @@ def test_a_source_described_in_config_counts_what_does_not_match(mirror, tmp_pat
     loaded, duplicates = load_items(file, "task_dict", "Gene alias")
     ours = [
         q.text
-        for q in load_benchmark(
-            "geneturing", tmp_path / upstream_path(BENCHMARK_FILES["geneturing"])
-        )
+        for q in load_task_dict("geneturing", tmp_path / upstream_path(geneturing.FILE))
         if q.task == "Gene alias"
     ]
     assert coverage(loaded, ours, duplicates) == {

@@ -441,9 +441,9 @@ def test_prompt_past_the_window_is_a_length_error(smollm2_dir):
 
 
 def test_a_loop_question_runs_offline_with_smollm2(smollm2_dir, tmp_path, recording):
-    from helixbench.datasets.recordings import load_recording, recorded_header
     from helixbench.datasets.snapshots import extract_from_header
     from helixbench.methods.genegpt import GeneGPT, build_header
+    from helixbench.sources.recordings import load_recording, recorded_header
     from helixbench.tools.executor import ToolExecutor, ToolSettings
 
     items = load_recording(recording("geneturing", "001001", "Gene alias"))

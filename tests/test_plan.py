@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from helixbench.benchmarks import tasks_of
 from helixbench.config import ConfigError, build_plan, resolve_method
-from helixbench.datasets.questions import tasks_of
+from helixbench.config.plan import run_label
 from helixbench.models import AnswerSource, backend
-from helixbench.plan import run_label
 
 SERVER = {"backend": "openai", "model": "x", "base_url": "http://127.0.0.1:8000/v1"}
 LOCAL = {

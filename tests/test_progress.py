@@ -13,10 +13,11 @@ import sys
 import time
 from pathlib import Path
 
+from helixbench.benchmarks import local_question_table
 from helixbench.config import build_plan
-from helixbench.datasets.questions import local_question_table, write_questions
+from helixbench.datasets.questions import write_questions
 from helixbench.loopback.openai import OpenAIServer
-from helixbench.progress import (
+from helixbench.run.progress import (
     ShardProgress,
     format_statuses,
     read_counts,

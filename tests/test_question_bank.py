@@ -9,10 +9,11 @@ from collections import Counter
 import pandas as pd
 import pytest
 
+from helixbench.benchmarks import load_all, tasks_of
 from helixbench.datasets.overlap import link_overlaps
-from helixbench.datasets.questions import Question, load_all, load_bioragent, tasks_of
+from helixbench.datasets.questions import Question, csv_rows, table_questions
 from helixbench.report.question_bank import gold_differences, overlap_summary
-from helixbench.runner import answered_by, run_questions, sample_questions
+from helixbench.run.shard import answered_by, run_questions, sample_questions
 from helixbench.scoring import DEFAULT_SCORING, PLAIN_SCORERS, scorers_for
 from helixbench.scoring.genegpt import genegpt_score
 from helixbench.scoring.labels import tf_label, yes_no
@@ -62,7 +63,13 @@ def test_a_csv_with_trailing_commas_and_empty_rows(tmp_path):
         '"What is the function of the gene associated with SNP rs2?","Line one.\nLine two.",'
         "model text\n"
     )
-    questions = load_bioragent("SNP_gene_function", path)
+    questions = table_questions(
+        "bioragent",
+        [
+            ("SNP_gene_function", r["question"], r["Goldstandard"], r.get("id"))
+            for r in csv_rows(path)
+        ],
+    )
     assert [(q.id, q.text, q.gold) for q in questions] == [
         (
             "bioragent.snp-gene-function.000",
@@ -122,7 +129,7 @@ def test_the_rephrasing_rule_comes_from_the_templates_not_from_a_table():
         _q("geneturing2025", "Toy", 3, "The pathway that holds KRAS is, again"),
         _q("bioragent", "toy", 0, "Which  pathway holds   WNT5A?"),
     ]
-    linked = {q.id: q for q in link_overlaps(old + new)}
+    linked = {q.id: q for q in link_overlaps(old + new, ["geneturing2025", "bioragent"])}
     assert (
         linked["geneturing2025.Toy.000"].overlap_id,
         linked["geneturing2025.Toy.000"].overlap,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helixbench.datasets.questions import load_all
+from helixbench.benchmarks import load_all
 from helixbench.loopback.openai import OpenAIServer
 
 from .test_workflow import read_csv, snakemake
@@ -138,11 +138,25 @@ def test_plan_lists_the_new_tasks_with_their_counts_and_the_overlap(mirror, tmp_
     assert sum(n for (b, _), n in counts.items() if b == "bioragent") == 899
     assert len({t for b, t in counts if b == "geneturing2025"}) == 16
     assert len({t for b, t in counts if b == "bioragent"}) == 15
+    labbench = {b: n for (b, _), n in counts.items() if b.startswith("labbench")}
+    assert {b: sum(n for (c, _), n in counts.items() if c == b) for b in labbench} == {
+        "labbench-dbqa": 520,
+        "labbench-seqqa": 600,
+        "labbench-cloning": 33,
+    }
     overlap = [line for line in lines if line.startswith("overlap: ")]
     assert overlap == [
         "overlap: geneturing2025: 1600 questions; shared with GeneTuring (2023) or GeneHop: "
         "450 rephrased; new: 1150; differing golds: 1",
         "overlap: bioragent: 899 questions; shared with GeneTuring (2023) or GeneHop: "
         "100 instruction dropped, 250 verbatim; new: 549; differing golds: 13",
+        # No LAB-Bench question repeats one of GeneTuring's or GeneHop's.
+        *(
+            f"overlap: {name}: {n} questions; shared with GeneTuring (2023) or GeneHop: "
+            f"none; new: {n}; differing golds: 0"
+            for name, n in (("labbench-dbqa", 520), ("labbench-seqqa", 600))
+        ),
+        "overlap: labbench-cloning: 33 questions; shared with GeneTuring (2023) or GeneHop: "
+        "none; new: 33; differing golds: 0",
     ]
     assert yaml.safe_load(config.read_text())["runs"]

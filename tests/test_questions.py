@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from collections import Counter
 
+from helixbench.benchmarks import task_by_slug, tasks_of
+from helixbench.benchmarks.geneturing import DEMONSTRATION_ITEMS
 from helixbench.datasets.questions import (
-    load_benchmark,
+    load_task_dict,
     read_questions,
     slugify,
-    task_by_slug,
-    tasks_of,
     write_questions,
 )
 
 
 def test_question_table(upstream, tmp_path):
-    questions = load_benchmark("geneturing", upstream("data/geneturing.json"))
-    questions += load_benchmark("genehop", upstream("data/genehop.json"))
+    questions = load_task_dict("geneturing", upstream("data/geneturing.json"), DEMONSTRATION_ITEMS)
+    questions += load_task_dict("genehop", upstream("data/genehop.json"))
     per_task = Counter((q.benchmark, q.task) for q in questions)
     assert len(per_task) == 12 and set(per_task.values()) == {50}
     assert {t for b, t in per_task if b == "geneturing"} == set(tasks_of("geneturing"))

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from helixbench.datasets.recordings import (
+from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO, manifest
+from helixbench.methods.genegpt import GeneGPT
+from helixbench.models import CompletionRequest, ModelMiss
+from helixbench.models.replay import ReplayModel
+from helixbench.sources.recordings import (
     RecordedItem,
     RecordingReader,
     infer_loop,
@@ -12,10 +16,6 @@ from helixbench.datasets.recordings import (
     recorded_header,
     recorded_tool_replies,
 )
-from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO, manifest
-from helixbench.methods.genegpt import GeneGPT
-from helixbench.models import CompletionRequest, ModelMiss
-from helixbench.models.replay import ReplayModel
 from helixbench.tools import ToolRequest
 from helixbench.tools.replay import ReplayToolbox
 

@@ -8,7 +8,7 @@ import pytest
 from helixbench.config import build_plan
 from helixbench.report.html import html_table
 from helixbench.report.operations import cost_table
-from helixbench.run_health import run_warnings
+from helixbench.run.health import run_warnings
 
 
 def _plan():
@@ -110,7 +110,7 @@ def _summary(rows) -> pd.DataFrame:
 
 
 def test_table2_puts_the_papers_column_beside_the_runs_it_reproduces_only():
-    from helixbench.datasets.questions import tasks_of
+    from helixbench.benchmarks import tasks_of
     from helixbench.report.layouts import table2
 
     config = {

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from helixbench.datasets.recordings import load_recording, recorded_header
 from helixbench.datasets.snapshots import (
     Snapshot,
     SnapshotError,
@@ -15,6 +14,7 @@ from helixbench.datasets.snapshots import (
     parse_rendered_reply,
 )
 from helixbench.methods.genegpt import BLAST_GET_TEMPLATE, DEMONSTRATIONS, build_header
+from helixbench.sources.recordings import load_recording, recorded_header
 
 
 @pytest.mark.parametrize(
@@ -88,9 +88,9 @@ def test_a_snapshot_taken_offline_from_a_seeded_cache_is_the_recorded_one(
     taken offline then finds all seven, and they are the header's, byte for byte."""
     import shutil
 
-    from helixbench.datasets.recordings import recorded_runs
     from helixbench.methods.genegpt import take_live_snapshot
     from helixbench.paths import upstream_path
+    from helixbench.sources.recordings import recorded_runs
     from helixbench.tools import SETTINGS_ENV
     from helixbench.tools.cache import ReplyCache
     from helixbench.tools.seed import seed_from_recordings

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from helixbench.datasets.recordings import load_recording, recorded_tool_replies
 from helixbench.datasets.snapshots import Snapshot, SnapshotError
 from helixbench.loopback.ncbi import NCBIServer, NCBIServerState
 from helixbench.methods.genegpt import DEMONSTRATIONS, GeneGPT, build_header, take_snapshot
 from helixbench.models import Completion
+from helixbench.sources.recordings import load_recording, recorded_tool_replies
 from helixbench.tools import ToolRequest
 from helixbench.tools.cache import CachedReply, ReplyCache, utc_now
 from helixbench.tools.executor import ToolExecutor, ToolSettings

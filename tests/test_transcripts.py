@@ -12,7 +12,7 @@ import time
 import pytest
 
 from helixbench.config import build_plan
-from helixbench.datasets.questions import load_benchmark, write_questions
+from helixbench.datasets.questions import load_task_dict, write_questions
 from helixbench.transcripts import ShardWriter, read_records, without_timings
 
 
@@ -78,7 +78,7 @@ def test_sigkill_mid_shard_then_resume_gives_identical_records(upstream, mirror,
     from helixbench.cli import main
 
     questions = tmp_path / "questions.jsonl"
-    write_questions(load_benchmark("geneturing", upstream("data/geneturing.json")), questions)
+    write_questions(load_task_dict("geneturing", upstream("data/geneturing.json")), questions)
     config = {
         "models": {"codex": {"backend": "replay", "recording": "genegpt-2023"}},
         "runs": [
@@ -138,11 +138,11 @@ def _loopback_shard(upstream, mirror, tmp_path, server, sample=8, **model):
     """A shard spec of GeneGPT-slim on ``sample`` Gene alias questions with a model on
     the loopback OpenAI server, and the questions file; the demonstration snapshot
     (genegpt-2023's) is made here as the workflow would."""
-    from helixbench.datasets.recordings import load_recording, recorded_header, snapshot_run
     from helixbench.methods.genegpt import recorded_snapshot
+    from helixbench.sources.recordings import load_recording, recorded_header, snapshot_run
 
     questions = tmp_path / "questions.jsonl"
-    write_questions(load_benchmark("geneturing", upstream("data/geneturing.json")), questions)
+    write_questions(load_task_dict("geneturing", upstream("data/geneturing.json")), questions)
     spec_of_model = {"backend": "openai", "model": "m", "base_url": server.base_url}
     config = {
         "models": {"local": {**spec_of_model, "api_key_env": None, "retries": 0, **model}},

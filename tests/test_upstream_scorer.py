@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from helixbench.datasets.questions import tasks_of
-from helixbench.datasets.recordings import load_recording
+from helixbench.benchmarks import tasks_of
 from helixbench.scoring import get_scorer
 from helixbench.scoring.genegpt import genegpt_score
+from helixbench.sources.recordings import load_recording
 
 # reference.md section 3: upstream evaluator on the recorded runs.
 REFERENCE = {

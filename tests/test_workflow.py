@@ -844,7 +844,7 @@ def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_validato
 @pytest.mark.workflow
 @PAPER_RUN
 def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
-    mirror, paper_run, tmp_path
+    mirror, paper_run, tmp_path, inspect_env
 ):
     """A run as an Inspect eval log, written by Inspect's own writer in Inspect's own
     environment (built as the workflow builds it), read back by read_eval_log and
@@ -853,15 +853,7 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
 
     import requests
 
-    env = tmp_path / "env" / "env.json"
-    args = [sys.executable, "-m", "helixbench", "env"]
-    args += [
-        str(REPO_ROOT / "workflow" / "envs" / "exports" / "inspect-ai.yaml"),
-        "--out",
-        str(env),
-    ]
-    done = subprocess.run(args, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
+    env = Path(inspect_env)
     python = json.loads(env.read_text())["python"]
     config = json.loads((paper_run / "results" / "report" / "config.json").read_text())
     plan = build_plan(config, mirror)

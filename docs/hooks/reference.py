@@ -12,7 +12,7 @@ from mkdocs.structure.files import File
 
 def on_files(files, config):
     from helixbench.cli import cli_reference_markdown
-    from helixbench.config_reference import reference_markdown
+    from helixbench.config.reference import reference_markdown
 
     for path, text in (
         ("reference/config.md", reference_markdown()),

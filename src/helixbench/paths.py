@@ -20,6 +20,10 @@ ORIGINAL_ENV = "resources/envs/{env}/env.json"  # a seed system's own environmen
 # What a seed system builds before it runs (BRAD-Agent: its RAG database), outside the
 # agent sandbox, which shows it read-only; the marker says it is built.
 ORIGINAL_PREPARED = "resources/index/{original}/prepared.json"
+# The peers' own wording of LAB-Bench's prompts (inspect_evals' template, chembench's
+# chain-of-thought line), read from their packages in the peers' environment.
+PEER_ENV = "resources/envs/inspect/env.json"
+PEER_TEMPLATES = "resources/peers/lab-bench.json"
 # The caches every job shares unless the config names others (tools.cache, model_cache).
 TOOL_CACHE = "resources/cache/tools.sqlite"
 MODEL_CACHE = "resources/cache/models.sqlite"

@@ -32,11 +32,11 @@ if SRC_DIR is not None:
     sys.path.insert(0, str(SRC_DIR))
 
 from helixbench import paths
-from helixbench.datasets.questions import question_files
+from helixbench.benchmarks import question_files
 from helixbench.datasets.fetch import FetchError, pin_mirror_env, resolve_mirror
 from helixbench.models.gguf import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
-from helixbench.config_schema import check_config
+from helixbench.config.schema import check_config
 from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.models import SERVING_ENV
@@ -144,8 +144,9 @@ ORIGINAL_ENV_IN_PLACE = (
 )
 
 
-# Environments of their own: the seed systems' (originals/) and the exporters' (exports/).
-ISOLATED_ENV_DIRS = ("originals", "exports")
+# Environments of their own: the seed systems' (originals/) and the peers' (peers/:
+# Inspect's, for the exports and for LAB-Bench's wording and cross-check).
+ISOLATED_ENV_DIRS = ("originals", "peers")
 
 
 def _isolated_env_dir(env):
@@ -155,7 +156,7 @@ def _isolated_env_dir(env):
         if (WORKFLOW_DIR / "envs" / folder / f"{env}.yaml").is_file():
             return folder
     raise WorkflowError(
-        f"no environment file {env}.yaml in workflow/envs/originals or exports"
+        f"no environment file {env}.yaml in workflow/envs/originals or peers"
     )
 
 
@@ -180,7 +181,7 @@ def get_original_env_conda(wildcards):
 
 
 EXPORTS = config.get("report", {}).get("exports", [])
-INSPECT_ENV = paths.ORIGINAL_ENV.format(env="inspect-ai")
+INSPECT_ENV = paths.PEER_ENV
 
 
 def get_export_inputs(wildcards):

@@ -76,3 +76,18 @@ rule prepare_original:
     shell:
         "python -m helixbench prepare-original {wildcards.original:q} --env {input.env:q}"
         " --out {output:q} > {log:q} 2>&1"
+
+
+# The peers' own wording of LAB-Bench's prompts (inspect_evals' template, chembench's
+# chain-of-thought line), read from their packages: a multiple-choice run's input.
+rule peer_templates:
+    input:
+        paths.PEER_ENV,
+    output:
+        paths.PEER_TEMPLATES,
+    log:
+        "logs/peers/lab-bench.log",
+    conda:
+        ENVS["run"]
+    shell:
+        "python -m helixbench peer-templates --env {input:q} --out {output:q} > {log:q} 2>&1"

@@ -247,6 +247,14 @@ def _job_commands(sub) -> None:
     p.add_argument("--out", required=True, help="the marker written once it is built")
     p.set_defaults(func=jobs.prepare_original)
 
+    p = sub.add_parser(
+        "peer-templates",
+        description="The peers' own wording of LAB-Bench's prompts (inspect_evals, chembench).",
+    )
+    p.add_argument("--env", required=True, help="the peers' environment's marker (env.json)")
+    p.add_argument("--out", required=True, help="where the wording is written (JSON)")
+    p.set_defaults(func=jobs.peer_templates)
+
     p = sub.add_parser("report", description="Write the report directory.")
     _add_config(p, required_alternative=True)
     p.add_argument("--out-dir", required=True, help="the report directory")

@@ -17,7 +17,7 @@ def read_configs(files: list[str] | None) -> tuple[dict, list[str]]:
     import yaml
     from snakemake.utils import update_config
 
-    from ..config_schema import SCHEMA, check_config
+    from ..config.schema import SCHEMA, check_config
     from ..errors import ConfigError
 
     read = [str(WORKFLOW_CONFIG)] if WORKFLOW_CONFIG.is_file() else []
@@ -71,10 +71,10 @@ def compare(args) -> None:
 
 
 def plan(args) -> None:
+    from ..benchmarks import local_question_table
     from ..datasets.fetch import resolve_mirror
-    from ..datasets.questions import local_question_table
     from ..report.question_bank import overlap_summary
-    from ..runner import answered_by, run_questions
+    from ..run.shard import answered_by, run_questions
 
     config, plan = config_and_plan(args)
     questions = local_question_table(resolve_mirror(config.get("mirror")))
@@ -113,7 +113,7 @@ def plan(args) -> None:
 def status(args) -> None:
     from ..errors import ConfigError
     from ..paths import RUNS_DIR
-    from ..progress import format_statuses, planned_shards, shard_statuses
+    from ..run.progress import format_statuses, planned_shards, shard_statuses
 
     planned = None  # without a config: the shards on disk are all there is to show
     if args.config or args.runs == RUNS_DIR:  # a working directory's own runs
@@ -135,7 +135,7 @@ def status(args) -> None:
 
 def recordings(args) -> None:
     from ..datasets.fetch import resolve_mirror
-    from ..datasets.recordings import loop_table
+    from ..sources.recordings import loop_table
 
     print("recording\trun\ttasks\tread\tmax_calls\turl_rule\tcapped_at\tcontradictions")
     for row in loop_table(resolve_mirror(args.mirror)):

@@ -18,7 +18,7 @@ def fetch(args) -> None:
 
 
 def questions(args) -> None:
-    from ..datasets.questions import write_question_table
+    from ..benchmarks import write_question_table
 
     count = write_question_table(Path(args.out))
     logging.info("wrote %d questions to %s", count, args.out)
@@ -54,8 +54,8 @@ def seed_cache(args) -> None:
 
 
 def run(args) -> None:
-    from ..progress import log_to_file
-    from ..runner import run_shard
+    from ..run.progress import log_to_file
+    from ..run.shard import run_shard
 
     console = log_to_file(Path(args.log)) if args.log else None
     run_shard(
@@ -88,7 +88,7 @@ def index(args) -> None:
 
 
 def score(args) -> None:
-    from ..runner import score_run
+    from ..run.shard import score_run
 
     score_run(
         json.loads(args.spec),
@@ -155,3 +155,10 @@ def prepare_original(args) -> None:
     from ..methods.originals import prepare
 
     prepare(args.original, args.env, Path(args.out))
+
+
+def peer_templates(args) -> None:
+    from ..methods.choices import write_templates
+
+    templates = write_templates(args.env, Path(args.out))
+    logging.info("read %s", ", ".join(t["package"] for t in templates.values()))

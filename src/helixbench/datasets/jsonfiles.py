@@ -34,16 +34,16 @@ def read_json(path: str | Path, expected_sha256: str | None = None):
 
 
 def read_jsonl(path: str | Path) -> list:
-    """One JSON value per non-empty line of ``path``; DataError naming the file and line."""
+    """One JSON value per non-empty line of ``path`` (an upstream file checked against
+    its pin); DataError naming the file and line."""
     values = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                values.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"{path}, line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
-                ) from None
+    for number, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            values.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"{path}, line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
+            ) from None
     return values

@@ -1,7 +1,8 @@
 """Which questions of the newer benchmarks repeat GeneTuring (2023) or GeneHop items.
 
-Three rules, each from the files themselves, tried for every question of
-``geneturing2025`` and ``bioragent``:
+Three rules, each from the files themselves, tried for every question of the
+benchmarks of the question bank (GeneTuring 2025, BioRAGent, LAB-Bench: those a
+benchmark module marks ``in_bank``):
 
 - **verbatim**: the question's text equals a GeneTuring or GeneHop question's once
   runs of whitespace are collapsed (BioRAGent's five single-hop copies of GeneTuring
@@ -32,7 +33,6 @@ VERBATIM, INSTRUCTION_DROPPED, REPHRASED = "verbatim", "instruction dropped", "r
 # Items of these kinds are asked once when a run covers both benchmarks.
 ASKED_ONCE = frozenset({VERBATIM, INSTRUCTION_DROPPED})
 ORIGINALS = ("geneturing", "genehop")
-NEWER = ("geneturing2025", "bioragent")
 GENEHOP_INSTRUCTION = re.compile(r"\s*Let's decompose the question\b.*$", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-.'/()+]*")
 TEMPLATE_SHARE = 0.5
@@ -51,9 +51,9 @@ def _template_words(texts: list[str]) -> set[str]:
     return {w for w, n in counts.items() if n >= TEMPLATE_SHARE * len(texts)}
 
 
-def link_overlaps(questions: list) -> list:
+def link_overlaps(questions: list, newer) -> list:
     """The question table with ``overlap_id`` and ``overlap`` set on every question of
-    the newer benchmarks that repeats an older item (by the rules above)."""
+    the ``newer`` benchmarks that repeats an older item (by the rules above)."""
     originals = [q for q in questions if q.benchmark in ORIGINALS]
     by_text: dict[str, tuple[str, str]] = {}
     for q in originals:
@@ -65,7 +65,7 @@ def link_overlaps(questions: list) -> list:
     rephrased = _rephrased(questions)
     linked = []
     for q in questions:
-        if q.benchmark in NEWER:
+        if q.benchmark in newer:
             found = by_text.get(collapse(q.text)) or rephrased.get(q.id)
             if found:
                 q = replace(q, overlap_id=found[0], overlap=found[1])

@@ -40,8 +40,11 @@ class OpenAIServerState:
     # ``hold_s`` seconds so that concurrent ones overlap.
     pool_chars: int | None = None
     hold_s: float = 0.0
-    # An oracle: a prompt whose last message is a key here is answered "Answer: <value>".
+    # An oracle: a prompt whose last message is a key here is answered "Answer: <value>"
+    # (``answers``), or with the reply itself (``replies``: a reply to a prompt, or a
+    # function of the prompt giving one or None).
     answers: dict = field(default_factory=dict)
+    replies: dict | object = field(default_factory=dict)
     in_flight: int = 0
     overflows: int = 0
     # A served model's speed and size: each completion takes ``latency_s``; past
@@ -223,6 +226,9 @@ class _Handler(QuietHandler):
             text = ""
         if text is None and prompt.strip() in self.state.answers:
             text = "Answer: " + self.state.answers[prompt.strip()]
+        if text is None:
+            replies = self.state.replies
+            text = replies(prompt) if callable(replies) else replies.get(prompt.strip())
         if text is None:
             text = "Answer: " + prompt.rstrip("\n").rsplit("\n", 1)[-1]
         text, finish = _decode(text, body.get("stop") or [], body.get("max_tokens") or 16)

@@ -41,7 +41,7 @@ class TaskContext:
     questions: list  # the task's questions in this shard
     every: list  # every question of the table (a toy gene set finds its dataset's row)
     model: object  # the run's model, or None where each task makes its own
-    recordings: object  # a helixbench.datasets.recordings.RecordingReader
+    recordings: object  # a helixbench.sources.recordings.RecordingReader
 
     @property
     def kind(self) -> str:

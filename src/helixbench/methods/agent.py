@@ -74,6 +74,7 @@ from . import Prepared
 from .agent_io import (
     Caps,
     LineReader,
+    answer_object,
     capped_answer,
     json_object,
     kill,
@@ -82,6 +83,7 @@ from .agent_io import (
     reported_outcome,
     run_once,
 )
+from .choices import LETTERS, presentations
 from .originals import RUNNERS_DIR
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder helixbench is imported from
@@ -174,10 +176,13 @@ class Gateways:
 class Agent:
     """The ``agent`` method: one program, its gateways and (long-lived) its process."""
 
-    def __init__(self, settings: AgentSettings, gateways: Gateways, workdir: Path):
+    def __init__(
+        self, settings: AgentSettings, gateways: Gateways, workdir: Path, shown: dict | None = None
+    ):
         self.settings = settings
         self.gateways = gateways
         self.workdir = workdir
+        self.shown = shown or {}  # multiple-choice questions, as the method's variant shows them
         self._process = None  # long-lived: the process, its session and its stdout
         self._lock = threading.Lock()
 
@@ -196,6 +201,9 @@ class Agent:
             "max_tool_calls": self.settings.max_tool_calls,
         }
         result = QuestionResult(question_id=question_id)
+        shown = self.shown.get(question_id)
+        if shown is not None:  # its choices and the variant's prompt go with the question
+            result.presented = list(shown.presented)
         if self.settings.mode == "long-lived":
             with self._lock:  # one question at a time in the one process
                 session, (answer, error, info) = self._ask_long_lived(question_id, question, caps)
@@ -217,7 +225,7 @@ class Agent:
         with tempfile.TemporaryDirectory(dir=self.workdir, prefix="agent-") as tmp:
             tmp = Path(tmp)
             question_file, answer_file = tmp / "question.json", tmp / "answer.json"
-            payload = json.dumps({"id": question_id, "question": question})
+            payload = json.dumps(self._payload(question_id, question))
             question_file.write_text(payload + "\n")
             values = self._values(session.token, question_id, question_file, answer_file, tmp)
             started = time.perf_counter()
@@ -240,15 +248,16 @@ class Agent:
             if stopped == "wall":
                 return None, "agent_timeout", info
             written = read_own_file(answer_file)
+            printed = out.decode("utf-8", "replace")
             answer = read_answer(written) if written else None
-            answer = answer if answer is not None else read_answer(out.decode("utf-8", "replace"))
-            if reached:
+            answer = answer if answer is not None else read_answer(printed)
+            error, report = reported_outcome(answer_object(written or printed) or {}, answer)
+            if report is not None:
+                info["runner"] = report
+            if reached:  # a cap before the program's own account of itself
                 return answer, f"agent_limit: {reached[0]}", info
             if process.returncode != 0:
                 return answer, "agent_error", info
-            error, report = reported_outcome(json_object(written) or {}, answer)
-            if report is not None:
-                info["runner"] = report
             return answer, error, info
 
     # -- one process per shard -----------------------------------------------------------
@@ -271,7 +280,7 @@ class Agent:
         reader.begin()
         started = time.perf_counter()
         cpu_used = _cpu_used(confined, since=True)
-        process.stdin.write(json.dumps({"id": question_id, "question": question}) + "\n")
+        process.stdin.write(json.dumps(self._payload(question_id, question)) + "\n")
         process.stdin.flush()
         answer, error, report, stopped = None, "agent_timeout", None, None
         deadline = time.monotonic() + self.settings.timeout_s
@@ -313,6 +322,16 @@ class Agent:
         return session, (answer, error, info)
 
     # -- what the agent is given -----------------------------------------------------------
+
+    def _payload(self, question_id: str, question: str) -> dict:
+        """A question as the agent reads it; a multiple-choice one with its choices by
+        letter, in the order shown, and the variant's prompt (the answer: a letter)."""
+        payload = {"id": question_id, "question": question}
+        shown = self.shown.get(question_id)
+        if shown is not None:
+            payload["prompt"] = shown.prompt
+            payload["choices"] = dict(zip(LETTERS, shown.options, strict=False))
+        return payload
 
     def _start(self, values: dict, cwd: Path, per_question: bool, text: bool = False):
         """The agent's process (in its sandbox where isolated, with what confines it)."""
@@ -445,7 +464,7 @@ def prepare(context) -> Prepared:
                 context.model, executor, context.run["model"], settings.reply_cap, snapshot
             )
     snapshot = _GATEWAYS[key].demonstrations
-    agent = Agent(settings, _GATEWAYS[key], _GATEWAYS[key].workdir)
+    agent = Agent(settings, _GATEWAYS[key], _GATEWAYS[key].workdir, presentations(context))
     info = {
         "agent": {
             "command": list(settings.command),

@@ -199,6 +199,19 @@ def read_answer(text: str | None) -> str | None:
     return None
 
 
+def answer_object(text: str | None) -> dict | None:
+    """The JSON object that holds an agent's answer: the whole text, else its last line
+    that is an object with ``answer``."""
+    whole = json_object(text or "")
+    if whole is not None:
+        return whole
+    for line in reversed((text or "").strip().splitlines()):
+        found = json_object(line.strip())
+        if found is not None and "answer" in found:
+            return found
+    return None
+
+
 def reported_outcome(reply: dict, answer: str | None) -> tuple[str | None, dict | None]:
     """The question's error and the runner's report (secrets removed) that an answer
     object states: its own ``error`` (GeneGPT's lengthError) if any, else

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..datasets.questions import GENESET_DATASET
+from ..benchmarks.genesets import DATASET as GENESET_DATASET
 from ..retrieval import DEFAULT_CORPUS, DEFAULTS, Index
 from ..tools import tool_settings
 from ..tools.executor import ToolExecutor
@@ -32,7 +32,8 @@ from ..tools.genesets import GeneSetTools, geneset_settings
 from ..transcripts import Event, QuestionResult
 from . import Prepared
 from .function_calling import CONTRACT, final_answer
-from .genesets import SYSTEM, Session, Stopped, parse_process
+from .genesets import SYSTEM, parse_process
+from .session import Session, Stopped
 
 PROMPT_VERSION = "brad-1"
 QA_PROMPT = """Answer the question using the documents below where they hold the answer; \

@@ -12,7 +12,11 @@
 - ``no-tools``: the same questions and answer contract, no functions: one call.
 
 The answer is the reply from its last line that starts with ``Answer:`` (the
-contract; the lines after it belong to the answer), else the reply.
+contract; the lines after it belong to the answer), else the reply. A multiple-choice
+question (LAB-Bench) is asked as the method's ``choices`` variant asks it
+(:mod:`.choices`: inspect_evals' prompt or FutureHouse's), as the only message of a
+no-tools call, after the tools' system prompt with tools; its answer is the letter
+the variant reads, and the record keeps the order its choices were shown in.
 
 Options, each a method setting, so each can be ablated like GeneGPT's mask:
 ``tool_docs`` (the functions' descriptions in their schemas; off: names only),
@@ -22,14 +26,15 @@ a like-for-like comparison with the text protocol), ``max_tool_rounds``,
 ``reply_cap`` (bytes of a function's result the model sees, cut before decoding
 as GeneGPT cuts replies, so a seeded recorded reply and a live one show alike),
 ``parallel_tool_calls`` (false: one call a turn; a further call in the same turn
-is answered with a tool error) and ``max_tokens``.
+is answered with a tool error), ``max_tokens``, and for multiple choice ``choices``
+(``inspect`` or ``futurehouse``) and ``choice_seed`` (42).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..datasets.snapshots import Snapshot
@@ -44,6 +49,7 @@ from ..tools import create_toolbox, tool_settings
 from ..tools.functions import NCBIFunctions, call_of_url, reply_text
 from ..transcripts import Event, QuestionResult
 from . import Prepared, model_event
+from .choices import presentations
 from .genegpt import DEMONSTRATIONS, demonstration_urls
 
 # Versioned with the prompts: a change of wording is another method.
@@ -73,16 +79,20 @@ class FunctionCalling:
     reply_cap: int = 10_000
     parallel_tool_calls: bool = True
     max_tokens: int = 512
+    # Multiple-choice questions (by id), as the method's ``choices`` variant shows them.
+    presentations: dict = field(default_factory=dict, compare=False)
 
     SETTINGS = ("tool_docs", "max_tool_rounds", "reply_cap", "parallel_tool_calls", "max_tokens")
 
     @classmethod
-    def from_spec(cls, spec: dict, snapshot: Snapshot | None) -> FunctionCalling:
+    def from_spec(
+        cls, spec: dict, snapshot: Snapshot | None, presentations: dict | None = None
+    ) -> FunctionCalling:
         settings = {k: spec[k] for k in cls.SETTINGS if k in spec}
         tools = spec["kind"] == "function-calling"
         cap = settings.get("reply_cap", cls.reply_cap)
         demos = demonstration_turns(snapshot, cap) if snapshot is not None and tools else ()
-        return cls(demonstrations=demos, tools=tools, **settings)
+        return cls(demonstrations=demos, tools=tools, presentations=presentations or {}, **settings)
 
     @property
     def system(self) -> str:
@@ -99,11 +109,18 @@ class FunctionCalling:
 
     def run(self, question_id: str, question: str, model, functions) -> QuestionResult:
         result = QuestionResult(question_id=question_id, header_sha256=sha256_text(self.header))
-        messages = [
-            {"role": "system", "content": self.system},
-            *self.demonstrations,
-            {"role": "user", "content": question},
-        ]
+        shown = self.presentations.get(question_id)
+        read = final_answer
+        if shown is None:
+            messages = [
+                {"role": "system", "content": self.system},
+                *self.demonstrations,
+                {"role": "user", "content": question},
+            ]
+        else:  # multiple choice: the variant's prompt, as the peer sends it alone
+            messages = [{"role": "system", "content": TASK + WITH_TOOLS}] if self.tools else []
+            messages.append({"role": "user", "content": shown.prompt})
+            question, read, result.presented = shown.prompt, shown.letter_of, list(shown.presented)
         logged = len(messages) - 1  # the question: what the first call adds to the header
         schemas = self.schemas(functions) if self.tools else None
         for call_index in range(self.max_tool_rounds + 1):
@@ -130,7 +147,7 @@ class FunctionCalling:
             logged = len(messages)
             calls = list(completion.tool_calls or []) if self.tools else []
             if not calls:
-                return result.finish(answer=final_answer(completion.text))
+                return result.finish(answer=read(completion.text))
             if call_index == self.max_tool_rounds:  # still calling past the cap
                 return result.finish(answer=None, error="numError")
             messages.append(_assistant_turn(completion.text, calls))
@@ -227,7 +244,7 @@ def prepare(context) -> Prepared:
     tool executor (none for no-tools)."""
     task, spec = context.task, context.run["method_spec"]
     snapshot = Snapshot.load(Path(task["snapshot"])) if task.get("snapshot") else None
-    method = FunctionCalling.from_spec(spec, snapshot)
+    method = FunctionCalling.from_spec(spec, snapshot, presentations(context))
     functions = None
     if method.tools:
         executor = create_toolbox(tool_settings(context.tools_mode))

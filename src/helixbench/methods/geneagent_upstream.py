@@ -37,11 +37,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..datasets.geneagent_outputs import block_name
 from ..gateway.model_api import gateway_request, reply_message
+from ..sources.geneagent_outputs import block_name
 from ..tools.geneagent_apis import Requests, functions, upstream_docs
 from ..transcripts import Event, QuestionResult
-from .genesets import Session, Stopped, _last_message, parse_verdict
+from .session import Session, Stopped, last_message, parse_verdict
 
 MAIN_NAMES = (
     "system",
@@ -147,7 +147,7 @@ class _Calls(Session):
         if functions:
             body["functions"] = functions
         request, legacy = gateway_request("chat", body, self.question_id, self.question, self.calls)
-        completion = self.send(request, _last_message(messages), continues=len(messages) > 2)
+        completion = self.send(request, last_message(messages), continues=len(messages) > 2)
         return reply_message(completion, legacy)
 
 

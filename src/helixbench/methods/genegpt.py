@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..datasets.recordings import load_recording, recorded_header
 from ..datasets.snapshots import Snapshot, SnapshotError, SnapshotReply, extract_from_header
 from ..digests import sha256_bytes, sha256_text
 from ..genegpt_format import check_mask, check_url_rule, extract_url, is_blast_put, render_reply
@@ -25,6 +24,7 @@ from ..models import (
     ModelMiss,
     create_model,
 )
+from ..sources.recordings import load_recording, recorded_header
 from ..tools import Toolbox, ToolRequest, create_toolbox, tool_settings
 from ..transcripts import Event, QuestionResult
 from . import Prepared, model_event
@@ -197,7 +197,7 @@ def take_snapshot(tools: Toolbox, source: dict) -> Snapshot:
 class GeneGPT:
     """The GeneGPT tool-calling loop. The defaults are upstream's final loop; each
     setting may be overridden per method, and a replayed recording brings the
-    variant it was recorded with (:func:`helixbench.datasets.recordings.infer_loop`)."""
+    variant it was recorded with (:func:`helixbench.sources.recordings.infer_loop`)."""
 
     header: str
     cut_length: int = 18_000

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..datasets.published import ImportedItem, load_items
-from ..datasets.recordings import LOOP_ERRORS, RecordedItem, infer_loop, recorded_tool_replies
 from ..digests import sha256_text
+from ..sources.published import ImportedItem, load_items
+from ..sources.recordings import LOOP_ERRORS, RecordedItem, infer_loop, recorded_tool_replies
 from ..transcripts import Event, QuestionResult
 from . import Prepared
 

@@ -7,7 +7,7 @@ prompt that was never recorded) and :class:`ModelError` when the call failed for
 good: the method records the error and moves on. A failure that says nothing about
 the question (the server unreachable, timeouts, 5xx after retries) is
 ``transient``: the run job keeps no record of that question, so a rerun retries it,
-and stops after a few in a row (:mod:`helixbench.runner`).
+and stops after a few in a row (:mod:`helixbench.run.shard`).
 
 Backends: ``replay`` (recorded runs), ``imported`` (a published system's
 outputs, read rather than computed), ``enrichment`` (no language model, for

@@ -1,11 +1,11 @@
 """Backends that answer no prompt, only say what answers: ``imported`` (a published
-system whose answers are read from its outputs, :mod:`helixbench.datasets.published`) and
+system whose answers are read from its outputs, :mod:`helixbench.sources.published`) and
 ``enrichment`` (no language model: the ``gsea-top1`` method names a gene set by
 enrichment analysis)."""
 
 from __future__ import annotations
 
-from ..datasets.published import resolve_source
+from ..sources.published import resolve_source
 from . import AnswerSource
 
 

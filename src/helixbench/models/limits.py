@@ -1,6 +1,6 @@
 """How many requests are in flight to one model server, from every job of the machine.
 
-A run job keeps many questions going at once (:mod:`helixbench.runner`), each
+A run job keeps many questions going at once (:mod:`helixbench.run.shard`), each
 asking the model through one :class:`RequestLimit` per server and process:
 
 - **a ceiling shared by every process** (the model's ``concurrency``): one small
@@ -15,7 +15,7 @@ asking the model through one :class:`RequestLimit` per server and process:
   window's worth of good replies widens it by one, up to the ceiling. Against a
   server that serves 32 at once and refuses the 33rd this settles at 29-32 in
   flight, where halving (classic AIMD) would average 24 (measured:
-  ``benchmarks/throughput.py --capacity 32``).
+  ``perf/throughput.py --capacity 32``).
 
 The window only paces requests; how often one is retried stays the model's own
 policy (:mod:`.openai_api`).

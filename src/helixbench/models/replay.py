@@ -9,8 +9,8 @@ follows the question's last logged step.
 
 from __future__ import annotations
 
-from ..datasets.recordings import RECORDINGS, RecordedItem
 from ..digests import sha256_text
+from ..sources.recordings import RECORDINGS, RecordedItem
 from . import Backend, Completion, CompletionRequest, ContextLengthError, ModelMiss
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths
+from ..config.plan import Plan
 from ..datasets.questions import read_questions
-from ..plan import Plan
 from .comparisons import asked_pairs, comparison_table, pair_formula
 from .crate import CONFIG_FILE, CRATE_FILE, write_crate
 from .errors import table4_agreement

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..plan import Plan
+from ..config.plan import Plan
 from ..stats import holm, paired_test
 from .records import ScoreIndex, primary_metric
-from .scores import ROUND
+from .scores import POOLED, ROUND
 
 BASELINE_KINDS = frozenset({"no-tools", "closed-book"})
 
@@ -90,7 +90,7 @@ def _strength(plan: Plan, summary: pd.DataFrame) -> dict[tuple[str, str], float]
     """(run, benchmark) -> the mean of its tasks' primary scores there."""
     if summary.empty:
         return {}
-    rows = summary[summary.task != "macro"]
+    rows = summary[~summary.task.isin(("macro", POOLED))]
     primary = {t: primary_metric(plan, t) for t in rows.task.unique()}
     rows = rows[[primary[t] == m for t, m in zip(rows.task, rows.metric, strict=True)]]
     means = rows.assign(run=rows.model + " / " + rows.method).groupby(["run", "benchmark"]).score

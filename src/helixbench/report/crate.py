@@ -24,8 +24,8 @@ import mimetypes
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..config.plan import Plan, RunTask
 from ..digests import sha256_file
-from ..plan import Plan, RunTask
 
 HELIXBENCH_URL = "https://github.com/helixbench/helixbench"
 CRATE_FILE = "ro-crate-metadata.json"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..plan import Plan
+from ..config.plan import Plan
 from ..scoring import CORRECTNESS_SCORERS
 from .records import ScoreIndex, primary_metric
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..config.plan import Plan, RunTask
 from ..methods.genegpt import PRESETS
-from ..plan import Plan, RunTask
 from ..scoring import CORRECTNESS_SCORERS
 from .records import ScoreIndex, primary_metric
 from .taxonomy import FORMAT_ERROR, TYPES, agreement, classify

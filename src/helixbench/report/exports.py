@@ -136,7 +136,8 @@ def every_eval_ever(
                 },
                 "metric_config": {
                     "evaluation_description": f"{row.task} ({row.benchmark}), {row.metric}"
-                    + (" over the tasks' means" if row.task == "macro" else ""),
+                    + (" over the tasks' means" if row.task == "macro" else "")
+                    + (" over all its questions" if row.task == "all" else ""),
                     "metric_id": f"helixbench.{row.metric}",
                     "metric_name": row.metric,
                     "metric_kind": "accuracy"

@@ -16,7 +16,7 @@ import math
 
 import pandas as pd
 
-from ..plan import Plan
+from ..config.plan import Plan
 from .text import fmt
 
 

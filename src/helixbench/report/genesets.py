@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..config.plan import Plan, RunTask
 from ..methods.genesets import VERDICTS
-from ..plan import Plan, RunTask
 from .text import fmt
 
 GENESET_METRICS = ("embedding", "rougeL", "rouge1", "rouge2", "percentile")

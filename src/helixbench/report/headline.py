@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..plan import Plan
+from ..config.plan import Plan
 from ..stats import bootstrap_macro
 from .comparisons import BASELINE_KINDS
 from .leaderboard import GENESETS

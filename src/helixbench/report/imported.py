@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..datasets.published import claimed_score, coverage, load_items
+from ..config.plan import Plan
 from ..paths import upstream_path
-from ..plan import Plan
+from ..sources.published import claimed_score, coverage, load_items
 
 IMPORT_COLUMNS = [
     "run",

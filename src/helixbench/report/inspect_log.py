@@ -1,6 +1,6 @@
 """Write one run as an Inspect AI eval log (``.eval``) with Inspect's own writer.
 
-Runs in the inspect environment (``workflow/envs/exports/inspect-ai.yaml``), not in
+Runs in the inspect environment (``workflow/envs/peers/inspect.yaml``), not in
 helixbench's: it imports nothing of helixbench. Usage::
 
     python inspect_log.py RUN.json OUT.eval

@@ -8,14 +8,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..datasets.overlap import NEWER
+from ..benchmarks import bank
+from ..config.plan import Plan
 from ..errors import ConfigError
-from ..plan import Plan
 from .operations import COST_COLUMNS
 from .paper import published
 from .question_scores import COLUMNS, arrow_schema
 from .run_summary import read_summary, table
-from .scores import SCORE_COLUMNS, _recording, _scored_tasks
+from .scores import POOLED, SCORE_COLUMNS, _recording, _scored_tasks
+
+# The benchmarks of the question bank (GeneTuring 2025, BioRAGent, LAB-Bench).
+BANK = tuple(bank())
 
 
 def read_summaries(plan: Plan) -> dict[str, dict]:
@@ -102,6 +105,8 @@ def joined_scores(plan: Plan, summaries: dict[str, dict]) -> pd.DataFrame:
     paper's value of each from the full plan (the summaries know no recording)."""
     parts = [table(summaries[run.label]["scores"]) for run in plan.runs]
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=SCORE_COLUMNS)
+    pooled = frame[frame.task == POOLED]  # (already in the runs' order)
+    frame = frame[frame.task != POOLED]
     tasks = frame[frame.task != "macro"]
     where = _positions(plan)
     keys = list(zip(tasks.model, tasks.method, tasks.benchmark, tasks.task, strict=True))
@@ -142,7 +147,7 @@ def joined_scores(plan: Plan, summaries: dict[str, dict]) -> pd.DataFrame:
             )
         ]
     )
-    return pd.concat([tasks, macros], ignore_index=True)[SCORE_COLUMNS]
+    return pd.concat([tasks, macros, pooled], ignore_index=True)[SCORE_COLUMNS]
 
 
 def joined_cost(plan: Plan, summaries: dict[str, dict], prices: dict) -> pd.DataFrame:
@@ -179,7 +184,7 @@ def joined_bank(plan: Plan, summaries: dict[str, dict]) -> tuple[pd.DataFrame, p
         or [pd.DataFrame(columns=BANK_COLUMNS)],
         ignore_index=True,
     )
-    order = {b: i for i, b in enumerate(NEWER)}
+    order = {b: i for i, b in enumerate(BANK)}
     bank = bank.sort_values("benchmark", key=lambda s: s.map(order), kind="stable")
     board = pd.concat(
         [table(summaries[r.label]["question_bank_leaderboard"]) for r in plan.runs]

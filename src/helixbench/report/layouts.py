@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..datasets.questions import GENETURING_MODULES, tasks_of
+from ..benchmarks import tasks_of
+from ..benchmarks.geneturing import MODULES as GENETURING_MODULES
+from ..config.plan import Plan, run_label
 from ..methods.genegpt import PRESETS
-from ..plan import Plan, run_label
 from ..scoring import scorers_for
 from .paper import TABLE2_MODULES, TABLE3, published
 from .records import primary_metric

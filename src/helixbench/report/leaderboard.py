@@ -1,7 +1,7 @@
 """Leaderboards, one per family of benchmarks, each by its own primary metric: the
 question-answering benchmarks (GeneTuring, GeneHop) by the macro score on extracted
 answers (``leaderboard.csv``); the gene sets by embedding similarity to the curated
-name, ROUGE-L beside it (``genesets_leaderboard.csv``); GeneTuring 2025 and BioRAGent,
+name, ROUGE-L beside it (``genesets_leaderboard.csv``); the question bank's benchmarks,
 whose tasks have scorers of their own, by the macro of each task's primary score
 (:mod:`.question_bank`)."""
 
@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..datasets.overlap import NEWER
-from ..plan import Plan
+from ..benchmarks import bank
+from ..config.plan import Plan
+
+# The benchmarks of the question bank (GeneTuring 2025, BioRAGent, LAB-Bench).
+BANK = tuple(bank())
 
 GENESETS = "genesets"
 # Benchmarks ranked on a leaderboard of their own, not on the QA leaderboard.
-OWN_LEADERBOARD = frozenset({GENESETS, *NEWER})
+OWN_LEADERBOARD = frozenset({GENESETS, *BANK})
 
 LEADERBOARD_COLUMNS = [
     "rank",

@@ -111,13 +111,16 @@ def _protocols_text(protocols: pd.DataFrame) -> str:
 
 
 def _bank_text(bank: dict | None) -> str:
-    """The question bank's section (GeneTuring 2025, BioRAGent), where a run covers it."""
+    """The question bank's section (GeneTuring 2025, BioRAGent, LAB-Bench), where a run
+    covers it."""
     if bank is None:
         return ""
     parts = [
-        "## Question bank: GeneTuring 2025 and BioRAGent\n"
+        "## Question bank: GeneTuring 2025, BioRAGent and LAB-Bench\n"
         "Each task scored by its primary scorer (docs/scoring.md), with its 95% "
-        "bootstrap interval; `macro` is the mean of the task means. In the leaderboard, "
+        "bootstrap interval; `macro` is the mean of the task means; `all` (LAB-Bench, "
+        "and `pooled` in the leaderboard) the mean over every question, as its peers "
+        "report it. In the leaderboard, "
         "`shared` covers the items that repeat a GeneTuring (2023) or GeneHop question, "
         "`new` the rest, and `original` is the same run's macro on those repeated items' "
         "counterparts, where it ran them.\n\n" + _table(bank["leaderboard"])

@@ -1,11 +1,11 @@
 """How the runs went: replay fidelity, time, tokens and cost, and errors per task
-(the warnings about runs with too many errors: :mod:`helixbench.run_health`)."""
+(the warnings about runs with too many errors: :mod:`helixbench.run.health`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..plan import Plan, RunTask
+from ..config.plan import Plan, RunTask
 
 REPLAY_COLUMNS = [
     "model",

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..datasets.overlap import NEWER
+from ..benchmarks import bank
+from ..config.plan import Plan, RunTask
 from ..methods.originals import ORIGINALS
-from ..plan import Plan, RunTask
 from ..stats import holm
 from .leaderboard import GENESETS, macro_rows
 from .records import ScoreIndex, macro_paired_test, paired_by_task
@@ -40,6 +40,10 @@ PROTOCOLS = {
 # Each benchmark's leaderboard metric.
 METRICS = {GENESETS: "embedding"}
 QA_METRIC = "extracted"
+
+
+# The benchmarks of the question bank (GeneTuring 2025, BioRAGent, LAB-Bench).
+BANK = tuple(bank())
 
 
 def protocol_of(run) -> str | None:
@@ -93,7 +97,7 @@ def protocol_runs(plan: Plan) -> dict[tuple[str, str], list]:
         if protocol_of(run) is None or run.imported:
             continue
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
-            if benchmark not in NEWER:  # their leaderboard metric scores only some tasks
+            if benchmark not in BANK:  # their leaderboard metric scores only some tasks
                 found.setdefault((run.model, benchmark), []).append(run)
     return {key: runs for key, runs in found.items() if len({protocol_of(r) for r in runs}) >= 2}
 

@@ -9,9 +9,9 @@ from importlib import metadata
 from pathlib import Path
 
 from .. import __version__
+from ..config.plan import Plan, RunTask
 from ..digests import sha256_file
 from ..paths import upstream_path
-from ..plan import Plan, RunTask
 
 PACKAGES = (
     "snakemake",

@@ -1,4 +1,5 @@
-"""GeneTuring 2025 and BioRAGent in the report: one table per benchmark in the
+"""The question bank in the report (GeneTuring 2025, BioRAGent, LAB-Bench: the
+benchmarks whose modules say ``in_bank``): one table per benchmark in the
 paper's layout (module, task, each run's score with its interval), a leaderboard per
 benchmark with the shared and the new items apart, and the overlap with GeneTuring
 (2023) and GeneHop.
@@ -17,19 +18,14 @@ from collections import Counter
 
 import pandas as pd
 
-from ..datasets.overlap import NEWER, collapse
-from ..datasets.questions import Question, module_of, tasks_of
-from ..datasets.upstream import (
-    BIORAGENT_COMMIT,
-    BIORAGENT_REPO,
-    GENETURING2025_COMMIT,
-    GENETURING2025_REPO,
-)
-from ..plan import Plan
+from ..benchmarks import bank, get, module_of, tasks_of
+from ..config.plan import Plan
+from ..datasets.overlap import collapse
+from ..datasets.questions import Question
 from ..scoring.lists import gold_items, separator_of
 from ..stats import bootstrap_macro, bootstrap_mean
 from .records import primary_metric
-from .scores import ROUND
+from .scores import POOLED, ROUND
 
 BANK_COLUMNS = [
     "benchmark",
@@ -50,6 +46,10 @@ BANK_LEADERBOARD_COLUMNS = [
     "ci_high",
     "tasks",
     "answers",
+    # A benchmark its peers score over all its questions (LAB-Bench): that figure too.
+    "pooled",
+    "pooled_low",
+    "pooled_high",
     "shared",
     "shared_n",
     "new",
@@ -69,18 +69,10 @@ OVERLAP_COLUMNS = [
     "counterpart_tasks",
     "differing_golds",
 ]
-# Where the newer benchmarks come from, for the report's citations.
-CITATIONS = {
-    "geneturing2025": (
-        "GeneTuring 2025: Shang, Xu, Ji and Hou, Benchmarking large language models for "
-        "genomic knowledge with GeneTuring, bioRxiv 2025 (10.1101/2023.03.11.532238v2); "
-        f"{GENETURING2025_REPO} @ {GENETURING2025_COMMIT[:12]}, GeneGPT/Q&A_dataset.csv"
-    ),
-    "bioragent": (
-        f"BioRAGent's evaluation tasks: {BIORAGENT_REPO} @ {BIORAGENT_COMMIT[:12]}, "
-        "evaluation_task/ (BioASQ_yesno.csv: a subset of BioASQ Task B yes/no questions)"
-    ),
-}
+# The benchmarks of the question bank, and where each comes from (its citation and
+# licence, as its module states them).
+NEWER = tuple(bank())
+CITATIONS = {name: f"{get(name).citation} (licence: {get(name).licence})" for name in NEWER}
 
 
 def _primary(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
@@ -133,6 +125,22 @@ def bank_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                     "ci_high": macro.high,
                 }
             )
+            if get(benchmark).pooled:  # its peers' figure: over all its questions
+                every = [v for values in per_task.values() for v in values]
+                pooled = bootstrap_mean(every)
+                rows.append(
+                    {
+                        "benchmark": benchmark,
+                        "module": "",
+                        "task": POOLED,
+                        "run": run,
+                        "metric": "primary",
+                        "n": len(every),
+                        "score": pooled.mean,
+                        "ci_low": pooled.low,
+                        "ci_high": pooled.high,
+                    }
+                )
     table = pd.DataFrame(rows, columns=BANK_COLUMNS)
     for column in ("score", "ci_low", "ci_high"):
         table[column] = table[column].astype(float).round(ROUND)
@@ -154,7 +162,7 @@ def bank_layout(table: pd.DataFrame, benchmark: str) -> pd.DataFrame:
     wide = cell.pivot_table(
         index=["module", "task", "metric"], columns="run", values="value", aggfunc="first"
     ).reset_index()
-    order = {task: i for i, task in enumerate([*tasks_of(benchmark), "macro"])}
+    order = {task: i for i, task in enumerate([*tasks_of(benchmark), "macro", POOLED])}
     wide = wide.sort_values("task", key=lambda s: s.map(order)).reset_index(drop=True)
     wide.columns.name = None
     return wide[["module", "task", "metric", *dict.fromkeys(sel.run)]]
@@ -171,6 +179,7 @@ def bank_leaderboard(
     for (run, benchmark), sel in primary.groupby(["run", "benchmark"], sort=False):
         shared = sel.question_id.map(lambda i: questions[i].overlap_id is not None)
         macro = bootstrap_macro(_by_task(sel))
+        pooled = bootstrap_mean(sel.score) if get(benchmark).pooled else None
         counterparts = {questions[i].overlap_id for i in sel.question_id[shared]}
         theirs = originals[(originals.run == run) & originals.question_id.isin(counterparts)]
         theirs = theirs[theirs.metric == theirs.task.map(lambda t: primary_metric(plan, t))]
@@ -183,6 +192,9 @@ def bank_leaderboard(
                 "ci_high": macro.high,
                 "tasks": sel.task.nunique(),
                 "answers": len(sel),
+                "pooled": pooled.mean if pooled else None,
+                "pooled_low": pooled.low if pooled else None,
+                "pooled_high": pooled.high if pooled else None,
                 **_part("shared", sel[shared]),
                 **_part("new", sel[~shared]),
                 **_part("original", theirs),
@@ -191,7 +203,9 @@ def bank_leaderboard(
     table = pd.DataFrame(rows, columns=BANK_LEADERBOARD_COLUMNS)
     if table.empty:
         return table
-    for column in ("macro", "ci_low", "ci_high", "shared", "new", "original"):
+    for column in ("macro", "ci_low", "ci_high", "pooled", "pooled_low", "pooled_high"):
+        table[column] = table[column].astype(float).round(ROUND)
+    for column in ("shared", "new", "original"):
         table[column] = table[column].astype(float).round(ROUND)
     return table.sort_values(["benchmark", "macro"], ascending=[True, False]).reset_index(drop=True)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..config.plan import Plan
 from ..errors import ConfigError
-from ..plan import Plan
 from .records import primary_metric
 
 # name -> (pyarrow type name, description): the schema of both files.
@@ -24,7 +24,7 @@ COLUMNS = {
     "run": ("string", "the run, 'model / method'"),
     "model": ("string", "the model's name in the config"),
     "method": ("string", "the method's name in the config"),
-    "benchmark": ("string", "geneturing, genehop, genesets, geneturing2025, bioragent"),
+    "benchmark": ("string", "the benchmark (its module in helixbench.benchmarks)"),
     "task": ("string", "the task (module) as the benchmark names it"),
     "question_id": ("string", "benchmark/task/index, stable across runs"),
     "metric": ("string", "the scorer (docs/scoring.md)"),

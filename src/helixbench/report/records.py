@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..config.plan import Plan, run_label
 from ..datasets.jsonfiles import read_jsonl
-from ..plan import Plan, run_label
 from ..scoring import scorers_for
 from ..stats import PairedTest, paired_test
 

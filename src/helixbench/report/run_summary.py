@@ -25,10 +25,10 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths
+from ..config.plan import Plan, RunTask, run_label
 from ..datasets.jsonfiles import read_jsonl
 from ..datasets.questions import read_questions
-from ..plan import Plan, RunTask, run_label
-from ..run_health import run_warnings
+from ..run.health import run_warnings
 from ..transcripts import read_records
 from .errors import error_types
 from .operations import agent_table, cost_table, error_table, replay_table

@@ -6,8 +6,8 @@ from functools import cache
 
 import pandas as pd
 
-from ..datasets.questions import tasks_of
-from ..plan import Plan, RunTask
+from ..benchmarks import get, tasks_of
+from ..config.plan import Plan, RunTask
 from ..scoring.genegpt import SCORED_TASKS
 from ..stats import bootstrap_macro, bootstrap_mean
 from .paper import published
@@ -15,7 +15,10 @@ from .paper import published
 ROUND = 7  # decimals kept in scores.csv (the reference values are given to 7)
 
 # ci_low / ci_high: the 95% percentile bootstrap interval over questions (seed 0;
-# for a macro row, questions resampled within each task: helixbench.stats).
+# for a macro row, questions resampled within each task: helixbench.stats). A benchmark
+# its peers score over all its questions (LAB-Bench) also has an "all" row, pooled,
+# and so has its family (benchmark "labbench": every LAB-Bench question a run asked).
+POOLED = "all"
 SCORE_COLUMNS = [
     "benchmark",
     "task",
@@ -99,10 +102,42 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                 "ci_high": interval.high,
             }
         )
-    table = pd.concat([table, pd.DataFrame(macros)], ignore_index=True)
+    table = pd.concat([table, pd.DataFrame(macros), _pooled(table)], ignore_index=True)
     for column in ("score", "ci_low", "ci_high"):
         table[column] = table[column].round(ROUND)
     return table[SCORE_COLUMNS]
+
+
+def _pooled(table: pd.DataFrame) -> pd.DataFrame:
+    """The "all" rows: each pooled benchmark's scores over its questions, and each
+    family's over all of its benchmarks' questions a run asked."""
+    rows = []
+    pooled = table[table.benchmark.map(lambda b: get(b).pooled)]
+    families = pooled.benchmark.map(lambda b: get(b).family)
+    for key, group in [
+        *pooled.groupby(["benchmark", "model", "method", "metric"], sort=False),
+        *pooled[families.notna()]
+        .assign(benchmark=families)
+        .groupby(["benchmark", "model", "method", "metric"], sort=False),
+    ]:
+        benchmark, model, method, metric = key
+        values = [v for scores in group._scores for v in scores]
+        interval = bootstrap_mean(values)
+        rows.append(
+            {
+                "benchmark": benchmark,
+                "task": POOLED,
+                "model": model,
+                "method": method,
+                "metric": metric,
+                "n": len(values),
+                "score": interval.mean,
+                "paper": None,
+                "ci_low": interval.low,
+                "ci_high": interval.high,
+            }
+        )
+    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
 
 @cache  # asked once per macro row: a sweep's report has tens of thousands

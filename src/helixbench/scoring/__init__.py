@@ -22,6 +22,9 @@ Which scorers score a task comes from the config's ``scoring`` section:
   ``names_recall``, ``names_precision``, ``names_f1``: gene and protein names found
   in a sentence, ``No gene`` handled (:mod:`.lists`).
 - ``tf_label``: Activation / Repression; ``yes_no``: a yes/no label (:mod:`.labels`).
+- ``accuracy``, ``precision``, ``coverage``: a multiple-choice question's, scored
+  from the record (the choice picked, by its place): right, right among answered,
+  answered (:mod:`.choice`).
 
 GeneTuring 2025's and BioRAGent's tasks that ask what a GeneTuring task asks take its
 rules in ``genegpt``, ``strict`` and ``extracted`` (:data:`.genegpt.SAME_RULES`).
@@ -32,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..benchmarks import DEFAULT_SCORERS, default_task_scorers
+from .choice import CHOICE_SCORERS
 from .extract import extract_answer
 from .genegpt import genegpt_score
 from .labels import tf_label, yes_no
@@ -83,62 +88,33 @@ PLAIN_SCORERS: dict[str, Scorer] = {
     "tf_label": tf_label,
     "yes_no": yes_no,
 }
-SCORER_NAMES = (*PLAIN_SCORERS, "embedding", "percentile", "judge", "model_extracted")
+SCORER_NAMES = (
+    *PLAIN_SCORERS,
+    *CHOICE_SCORERS,
+    "embedding",
+    "percentile",
+    "judge",
+    "model_extracted",
+)
 # Scorers whose score says right (1) or wrong (below 1); the others grade a free text.
 CORRECTNESS_SCORERS = frozenset(
     {"genegpt", "extracted", "model_extracted", "strict", "alias_recall", "judge"}
     | {"sequence_exact", "list_recall", "list_precision", "tf_label", "yes_no"}
-    | {"names_recall", "names_precision", "names_f1"}
+    | {"names_recall", "names_precision", "names_f1", "accuracy", "precision"}
 )
 # Scorers that ask a model of the registry, and the scoring key naming it.
 MODEL_SCORERS = {"judge": "judge", "model_extracted": "extractor"}
 
 # The default ``scoring`` section: upstream, extracted and strict scores wherever they
-# apply, and GeneHop's two hand-judged tasks scored as the paper judged them.
+# apply, and the scorers each benchmark gives its own tasks (its module in
+# helixbench.benchmarks: GeneHop's two hand-judged tasks as the paper judged them,
+# gene-set names as GeneAgent scores them, LAB-Bench's multiple choice ...).
 DEFAULT_SCORING = {
-    "default": ["genegpt", "extracted", "strict"],
+    "default": list(DEFAULT_SCORERS),
     # The paper's encoder (GeneAgent: MedCPT's query encoder, CLS, 64 tokens) where the
     # local Hugging Face cache holds it; else the offline stand-in, and the scores say so.
     "embedding": {"model": "ncbi/MedCPT-Query-Encoder", "pooling": "cls", "max_length": 64},
-    "tasks": {
-        "SNP gene function": ["rougeL", "rouge1", "rouge2", "embedding"],
-        "sequence gene alias": ["alias_recall"],
-        # Gene-set names as GeneAgent scores them: similarity, ROUGE, background percentile.
-        **{
-            task: ["embedding", "rougeL", "rouge1", "rouge2", "percentile"]
-            for task in ("GO", "NeST", "MSigDB", "GO toy", "NeST toy", "MSigDB toy")
-        },
-        # GeneTuring 2025 beyond GeneTuring's tasks (those, and their "programming"
-        # variants, take the default: GeneTuring's rules).
-        "Gene name extraction": ["names_f1", "names_recall", "names_precision"],
-        "Gene ontology": ["rougeL", "embedding"],
-        "TF regulation": ["tf_label"],
-        "Amino acid translation": ["sequence_exact", "sequence_identity"],
-        "DNA sequence extraction": ["sequence_exact", "sequence_identity"],
-        # BioRAGent: its copies of GeneTuring tasks take the default; lists add recall
-        # and precision; free texts as GeneHop's SNP gene function.
-        **{
-            task: ["genegpt", "extracted", "strict", "list_recall", "list_precision"]
-            for task in (
-                "gene_disease_association",
-                "disease_gene_location",
-                "phenotype_gene_location",
-            )
-        },
-        "phenotype_gene_association": ["list_recall", "list_precision"],
-        "phenotype_disease_association": ["list_recall", "list_precision"],
-        **{
-            task: ["rougeL", "embedding"]
-            for task in (
-                "gene_function",
-                "protein_function",
-                "disease_definition",
-                "phenotype_definition",
-                "SNP_gene_function",
-            )
-        },
-        "BioASQ_yesno": ["yes_no"],
-    },
+    "tasks": default_task_scorers(),
 }
 
 
@@ -172,6 +148,8 @@ class Scorers:
     def _build(self, name: str) -> Scorer:
         if name in PLAIN_SCORERS:
             return PLAIN_SCORERS[name]
+        if name in CHOICE_SCORERS:
+            return CHOICE_SCORERS[name]
         if name == "embedding":
             return EmbeddingScorer(self.scoring.get("embedding"))
         if name == "percentile":

@@ -1,15 +1,15 @@
 """A recorded GeneGPT question seen as function calls: each URL Codex called, as the
 function of :mod:`helixbench.tools.functions` that sends it, with the reply the
 recording shows. It drives the function-calling protocol with Codex's own choices
-(``benchmarks/recorded_function_calls.py``) and checks that a call builds the URL
+(``perf/recorded_function_calls.py``) and checks that a call builds the URL
 Codex wrote."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..datasets.recordings import RecordedItem, recorded_tool_replies
 from ..genegpt_format import parse_rendered_reply
+from ..sources.recordings import RecordedItem, recorded_tool_replies
 from .functions import call_of_url
 
 

@@ -7,8 +7,8 @@ ever leaves the process.
 
 from __future__ import annotations
 
-from ..datasets.recordings import RecordedItem, recorded_tool_replies
 from ..genegpt_format import parse_rendered_reply
+from ..sources.recordings import RecordedItem, recorded_tool_replies
 from . import ToolRequest, ToolResult
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import paths
-from ..datasets.recordings import RecordingReader, recorded_header, recorded_tool_replies
 from ..datasets.snapshots import extract_from_header
 from ..datasets.upstream import relpath_url
 from ..genegpt_format import is_blast_put, parse_rendered_reply
+from ..sources.recordings import RecordingReader, recorded_header, recorded_tool_replies
 from .cache import CachedReply, ReplyCache
 from .urls import canonical_url, strip_secrets
 

@@ -140,7 +140,7 @@ def main() -> None:
 def process_name(text: str) -> str:
     """The name a response gives its process, as GeneAgent's evaluate.ipynb reads it
     (what follows the first ": " of its first line); the whole text where it names
-    none. The rule of helixbench.datasets.geneagent_outputs.block_name: this runner
+    none. The rule of helixbench.sources.geneagent_outputs.block_name: this runner
     runs where helixbench is not installed."""
     first, newline, _ = text.strip().partition("\n")
     _, colon, name = first.partition(": ")

@@ -1,0 +1,383 @@
+"""The report of a large sweep: wall time, peak memory, file sizes and page load.
+
+Run on demand (upstream files from the mirror):
+
+    HELIXBENCH_MIRROR=../shared/mirror python perf/sweep_report.py --runs 50 200 1000
+
+Builds N synthetic but realistic runs over the whole question bank (GeneTuring,
+GeneHop, GeneTuring 2025, BioRAGent: every task of each), as a sweep of models x
+methods (a no-tools baseline and GeneGPT masks) would leave them: shard files with
+GeneGPT-shaped transcripts (three model calls and two NCBI calls a question, replies
+of a few kilobytes, ~11 KB a record) and score files whose answers are drawn from
+the gold and from wrong answers (another question's gold), right/wrong metrics
+following the answer and graded ones drawn. The transcripts come in --variants
+sets, each run hard-linking one (a real sweep's shards would each be its own; the
+jobs read them all the same); the scores follow the variant's answers.
+
+Then, as Snakemake would on a machine of --cores cores, each run's summarize job
+(`helixbench summarize`, the jobs in parallel), and the report rule (`helixbench
+report`). Printed per N: the summaries' wall time and mean seconds a job, the
+report's wall time and peak memory (the rule alone: the join), the report's size
+(index.html, the per-run question files, comparisons.csv, question_scores.parquet)
+and the index's load in headless Chromium (the page's own clock at ready, and the
+whole `chromium --dump-dom` process). With --base DIR (a checkout of an earlier
+helixbench, e.g. `git worktree add /tmp/base <rev>`), its report command runs on
+the same files beside, for N up to --base-max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from helixbench import paths  # noqa: E402
+from helixbench.config import build_plan  # noqa: E402
+from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
+from helixbench.scoring import CORRECTNESS_SCORERS, scorers_for  # noqa: E402
+
+BENCHMARKS = ["geneturing", "genehop", "geneturing2025", "bioragent"]
+SHAPES = {50: (5, 10), 200: (10, 20), 1000: (20, 50)}  # runs -> (models, methods)
+
+
+def sweep_config(runs: int) -> dict:
+    n_models, n_methods = SHAPES.get(runs) or (max(1, runs // 10), min(runs, 10))
+    masks = [f"{i:06b}" for i in range(1, 64)][: n_methods - 1]
+    models = {
+        f"model-{i}": {
+            "backend": "openai",
+            "model": f"model-{i}",
+            "api": "chat",
+            "base_url": "http://127.0.0.1:8000/v1",
+            "api_key_env": None,
+        }
+        for i in range(n_models)
+    }
+    return {
+        "benchmarks": BENCHMARKS,
+        "shards": 1,
+        "models": models,
+        "methods": {"no-tools": {"kind": "no-tools"}},
+        "runs": [
+            {"models": list(models), "methods": ["no-tools", *(f"genegpt-{m}" for m in masks)]}
+        ],
+    }
+
+
+def _reply(rng: random.Random, size: int) -> str:
+    """An NCBI-reply-shaped text of about ``size`` characters."""
+    ids = ",".join(str(rng.randrange(10**6, 10**8)) for _ in range(size // 10))
+    return json.dumps(
+        {"header": {"type": "esearch", "version": "0.3"}, "esearchresult": {"idlist": ids}}
+    )[:size]
+
+
+def make_variant(plan, questions: list[dict], seed: int, out: Path) -> None:
+    """One set of records (shard-0-of-1.jsonl) and scores (scores.jsonl) for every
+    question of the plan's first run, with __MODEL__ / __METHOD__ in place of names."""
+    rng = random.Random(seed)
+    skill = rng.uniform(0.3, 0.8)
+    by_task: dict[tuple[str, str], list[dict]] = {}
+    for q in questions:
+        by_task.setdefault((q["benchmark"], q["task"]), []).append(q)
+    tasks = {(t.benchmark, t.task) for t in plan.runs[0].tasks}
+    out.mkdir(parents=True, exist_ok=True)
+    header = "GeneGPT-style prompt header with four demonstrations. " * 120
+    header_sha = hashlib.sha256(header.encode()).hexdigest()
+    with open(out / "shard.jsonl", "w") as shard, open(out / "scores.jsonl", "w") as scores:
+        first = True
+        for (benchmark, task), of_task in by_task.items():
+            if (benchmark, task) not in tasks:
+                continue
+            metrics = scorers_for(task, plan.scoring)
+            golds = [
+                q["gold"] if isinstance(q["gold"], str) else ", ".join(q["gold"]) for q in of_task
+            ]
+            for q, gold in zip(of_task, golds, strict=True):
+                right = rng.random() < skill
+                answer = gold if right else rng.choice(golds)
+                url = f"https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene&term={q['index']}"
+                events = []
+                for i in range(3):
+                    increment = q["text"] if i == 0 else _reply(rng, rng.randrange(2500, 5000))
+                    completion = f"Answer: {answer}" if i == 2 else f"[{url}&retstart={i}]"
+                    events.append(
+                        {
+                            "type": "model",
+                            "index": i,
+                            "data": {
+                                "prompt_sha256": "0" * 64,
+                                "prompt_chars": 9000 + i * 4000,
+                                "prompt_increment": increment,
+                                "continues_previous": True,
+                                "completion": completion,
+                                "cache": "miss",
+                                "error": None,
+                                "prompt_tokens": 2500 + 1000 * i,
+                                "completion_tokens": 30,
+                                "reused_tokens": None,
+                                "finish_reason": "stop",
+                            },
+                            "latency_s": 0.8,
+                        }
+                    )
+                    if i < 2:
+                        events.append(
+                            {
+                                "type": "tool",
+                                "index": i,
+                                "data": {
+                                    "url": f"{url}&retstart={i}",
+                                    "status": 200,
+                                    "bytes": 4000,
+                                    "cache": "hit",
+                                    "error": None,
+                                },
+                                "latency_s": 0.001,
+                            }
+                        )
+                record = {
+                    "model": "__MODEL__",
+                    "method": "__METHOD__",
+                    "benchmark": benchmark,
+                    "task": task,
+                    "snapshot_id": "snap-synthetic",
+                    "tools_mode": "offline",
+                    "model_identity": {"backend": "openai", "model": "__MODEL__"},
+                    "loop": {"max_calls": 10, "url_rule": "first"},
+                    "question_id": q["id"],
+                    "header_sha256": header_sha,
+                    "answer": f"Answer: {answer}",
+                    "error": None,
+                    "events": events,
+                    "wall_s": 2.5,
+                    "finished_at": 1796300000.0,
+                }
+                if first:
+                    record["header"], first = header, False
+                shard.write(json.dumps(record) + "\n")
+                for metric in metrics:
+                    score = (
+                        float(right) if metric in CORRECTNESS_SCORERS else round(rng.random(), 4)
+                    )
+                    scores.write(
+                        json.dumps(
+                            {
+                                "question_id": q["id"],
+                                "index": q["index"],
+                                "model": "__MODEL__",
+                                "method": "__METHOD__",
+                                "benchmark": benchmark,
+                                "task": task,
+                                "metric": metric,
+                                "score": score,
+                                "demo": q.get("demo"),
+                                "error": None,
+                                "answered_as": None,
+                                "scored_by": None,
+                            }
+                        )
+                        + "\n"
+                    )
+
+
+def build_sweep(work: Path, runs: int, variants: int, mirror) -> tuple[dict, object]:
+    config = sweep_config(runs)
+    plan = build_plan(config, mirror)
+    questions = [json.loads(line) for line in (work / paths.QUESTIONS).read_text().splitlines()]
+    made = work / "variants"
+    for v in range(variants):
+        if not (made / str(v) / "scores.jsonl").is_file():
+            make_variant(plan, questions, v, made / str(v))
+    for i, run in enumerate(plan.runs):
+        v = made / str(i * 7 % variants)
+        shard = work / run.shard_paths()[0]
+        shard.parent.mkdir(parents=True, exist_ok=True)
+        if not shard.exists():
+            os.link(v / "shard.jsonl", shard)
+        score = work / run.score_path
+        score.parent.mkdir(parents=True, exist_ok=True)
+        text = (v / "scores.jsonl").read_text()
+        score.write_text(text.replace("__MODEL__", run.model).replace("__METHOD__", run.method))
+    return config, plan
+
+
+def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
+    """Wall seconds and peak memory (GB) of a command (GNU time)."""
+    with tempfile.NamedTemporaryFile("r") as out:
+        started = time.perf_counter()
+        done = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", out.name, *command],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        wall = time.perf_counter() - started
+        if done.returncode != 0:
+            sys.exit(f"{' '.join(command[:4])} failed:\n{done.stderr[-3000:]}")
+        return wall, int(out.read().split()[-1]) / 1e6
+
+
+def summarize_all(work: Path, plan, cores: int, env: dict) -> tuple[float, float]:
+    """Every run's summarize job, ``cores`` at a time: wall, mean seconds a job."""
+    scoring = json.dumps(plan.scoring, sort_keys=True)
+
+    def job(run):
+        started = time.perf_counter()
+        command = [
+            sys.executable,
+            "-m",
+            "helixbench",
+            "summarize",
+            "--spec",
+            json.dumps(run.spec(), sort_keys=True),
+            "--questions",
+            paths.QUESTIONS,
+            "--scoring",
+            scoring,
+            "--scores",
+            run.score_path,
+            "--out",
+            run.summary_path,
+            "--details",
+            run.details_path,
+            *run.shard_paths(),
+        ]
+        done = subprocess.run(command, cwd=work, capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-3000:])
+        return time.perf_counter() - started
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(cores) as pool:
+        seconds = list(pool.map(job, plan.runs))
+    return time.perf_counter() - started, sum(seconds) / len(seconds)
+
+
+def page_load(page: Path) -> tuple[float | None, float]:
+    """The page's own time to ready (ms, where it says) and the dump-dom process (s)."""
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    with tempfile.TemporaryDirectory() as profile:
+        started = time.perf_counter()
+        done = subprocess.run(
+            [
+                binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                f"--user-data-dir={profile}",
+                "--dump-dom",
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        wall = time.perf_counter() - started
+    found = re.search(r'data-ready-ms="(\d+)"', done.stdout)
+    return (int(found.group(1)) if found else None), wall
+
+
+def size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def question_bank(work: Path, n: int, cores: int, env: dict) -> None:
+    """resources/benchmarks/questions.jsonl, as the workflow makes it."""
+    if (work / paths.QUESTIONS).is_file():
+        return
+    config = work / "config.yaml"
+    config.write_text(json.dumps(sweep_config(n)))
+    snakefile = str(ROOT / "workflow" / "Snakefile")
+    command = [sys.executable, "-m", "snakemake", "-s", snakefile, "--directory", str(work)]
+    command += ["--configfile", str(config), "--cores", str(cores), paths.QUESTIONS]
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        sys.exit(done.stderr[-3000:])
+
+
+def report_row(code: str, n: int, config: dict, work: Path, out: Path, env: dict) -> dict:
+    """The report command of ``env``'s code on the sweep: its figures."""
+    command = [sys.executable, "-m", "helixbench", "report", "--config-json", json.dumps(config)]
+    wall, peak = timed([*command, "--out-dir", str(out)], work, env)
+    ready_ms, dump_s = page_load(out / "index.html")
+    return {
+        "code": code,
+        "N": n,
+        "report s": round(wall, 1),
+        "peak GB": round(peak, 2),
+        "index.html MB": round(size(out / "index.html") / 1e6, 2),
+        "runs/ MB": round(size(out / "runs") / 1e6),
+        "report MB (without runs/)": round((size(out) - size(out / "runs")) / 1e6, 1),
+        "comparisons rows": sum(1 for _ in open(out / "comparisons.csv")) - 1,
+        "parquet MB": round(size(out / "question_scores.parquet") / 1e6, 1),
+        "ready ms": ready_ms,
+        "dump-dom s": round(dump_s, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, nargs="+", default=[50, 200, 1000])
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "sweep-report")
+    parser.add_argument("--variants", type=int, default=25, help="distinct transcript sets")
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--base", type=Path, help="a checkout of an earlier helixbench")
+    parser.add_argument("--base-max", type=int, default=50, help="largest N the base runs")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="time the report again on the runs and summaries a previous call left in --work",
+    )
+    args = parser.parse_args()
+    mirror = resolve_mirror(None)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    rows = []
+    for n in args.runs:
+        work = args.work / f"n{n}"
+        work.mkdir(parents=True, exist_ok=True)
+        question_bank(work, n, args.cores, env)
+        if args.report_only:
+            config = sweep_config(n)
+            plan = build_plan(config, mirror)
+        else:
+            started = time.perf_counter()
+            config, plan = build_sweep(work, n, args.variants, mirror)
+            built = time.perf_counter() - started
+            summaries_wall, per_job = summarize_all(work, plan, args.cores, env)
+        row = report_row("this", n, config, work, work / paths.REPORT_DIR, env)
+        row["questions/run"] = sum(1 for _ in open(work / plan.runs[0].shard_paths()[0]))
+        if not args.report_only:
+            row |= {"built s": round(built), "summaries wall s": round(summaries_wall)}
+            row["s/summary job"] = round(per_job, 2)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        if args.base and n <= args.base_max:
+            base_env = {**os.environ, "PYTHONPATH": str(args.base / "src")}
+            out = work / "results" / "report-base"
+            rows.append(report_row("base", n, config, work, out, base_env))
+            print(json.dumps(rows[-1]), flush=True)
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    print("\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+    for r in rows:
+        print("| " + " | ".join(str(r.get(c, "")) for c in columns) + " |")
+
+
+if __name__ == "__main__":
+    main()
