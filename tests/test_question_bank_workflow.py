@@ -105,7 +105,7 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
     golds = read_csv(report / "overlap_golds.csv")
     assert len(golds) == 14
     text = (report / "report.md").read_text()
-    assert "## Question bank: GeneTuring 2025 and BioRAGent" in text
+    assert "## Question bank: GeneTuring 2025, BioRAGent and LAB-Bench" in text
     assert "Winnie09/GeneTuring @ 4bc94391321991125bddfe0a726f35b87495fd6f"[:34] in text
     assert "23AIBox/BioRAGent @ 3a4c66f91b50" in text
     html = (report / "index.html").read_text()

@@ -100,7 +100,7 @@ def local_recorded_files(
     directory, each checked against its pin: (task, local path) per file."""
     from .. import paths
     from ..paths import upstream_path
-    from .fetch import fetch
+    from ..datasets.fetch import fetch
 
     files = []
     for run in recorded_runs(recording, benchmark, mask):
@@ -280,7 +280,7 @@ def loop_table(mirror: Path | None) -> list[dict]:
     """Every recorded run the registry knows, with the loop variant its files show
     (read from ``mirror``, else the local copies): one row per run directory."""
     from ..paths import upstream_path
-    from .fetch import mirror_path
+    from ..datasets.fetch import mirror_path
 
     reader, rows = RecordingReader(), []
     for name, spec in RECORDINGS.items():
