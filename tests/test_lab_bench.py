@@ -101,8 +101,9 @@ def test_multiple_choice_takes_the_methods_that_can_ask_it(mirror):
 def test_the_ideal_letter_scores_one_and_refusing_covers_nothing(
     inspect_env, mirror, bank, tmp_path, monkeypatch, variant
 ):
-    """Every LAB-Bench question through the no-tools method, a scripted model picking
-    the ideal's letter (then the refusal's), in each variant's answer format."""
+    """Three questions of every LAB-Bench subtask (the orders drawn over all 1,153)
+    through the no-tools method, a scripted model picking the ideal's letter (then the
+    refusal's), in each variant's answer format."""
     monkeypatch.chdir(tmp_path)
     templates = write_templates(inspect_env, Path(PEER_TEMPLATES))
     zero_shot = None
@@ -137,7 +138,7 @@ def test_the_ideal_letter_scores_one_and_refusing_covers_nothing(
                 "benchmarks": list(PARTS),
                 "models": {"m": {**server.chat_model(), "concurrency": 16}},
                 "methods": {"mc": {"kind": "no-tools", "choices": variant}},
-                "runs": [{"model": "m", "method": "mc"}],
+                "runs": [{"model": "m", "method": "mc", "sample": 3}],
             }
             plan = build_plan(config, mirror)
             (run,) = plan.runs
@@ -156,4 +157,4 @@ def test_the_ideal_letter_scores_one_and_refusing_covers_nothing(
             assert set(subtasks[subtasks.metric == metric].score) == {value}, (choice, metric)
         pooled = table[(table.task == POOLED) & (table.metric == "coverage")]
         assert set(pooled.benchmark) == {*PARTS, "labbench"}
-        assert dict(zip(pooled.benchmark, pooled.n, strict=True))["labbench"] == 1153
+        assert dict(zip(pooled.benchmark, pooled.n, strict=True))["labbench"] == 3 * 26

@@ -5,11 +5,14 @@ helixbench asks LAB-Bench's DbQA and SeqQA (1,120 public questions) with its
 package; its seeded order), a scripted model answering in every way a model does
 (the right letter, a wrong one, the refusal, a letter wrapped in ``$`` or ``**``,
 lower case, two letters, no ``ANSWER:`` line). Then inspect_evals itself, in its own
-environment, runs its own ``lab_bench_dbqa`` and ``lab_bench_seqqa`` tasks on the
+environment, builds its own ``lab_bench_dbqa`` and ``lab_bench_seqqa`` tasks on the
 same rows (read locally in place of its hub download; its seeds, template, solver and
-scorer its own) against helixbench's model gateway: every one of its model calls is
-a response-cache hit (its prompt and parameters ours, byte for byte), and its
-verdicts, accuracy, precision and coverage equal helixbench's.
+scorer its own): every one of the 1,120 samples holds its choices in helixbench's
+order; and runs them against helixbench's model gateway (the first 200 of each
+after its shuffle; ``perf/lab_bench_vs_inspect.py`` runs all): every one of its model
+calls is a response-cache hit (its prompt and parameters ours, byte for byte), and
+its verdicts, accuracy, precision and coverage equal helixbench's on the same
+questions.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from .conftest import REPO_ROOT
 
 DRIVER = REPO_ROOT / "tests" / "support" / "inspect_lab_bench.py"
 PARTS = {"labbench-dbqa": "DbQA", "labbench-seqqa": "SeqQA"}
+LIMIT = 200  # questions of each part Inspect asks (its first after its shuffle)
 
 pytestmark = pytest.mark.xdist_group("inspect")
 
@@ -121,7 +125,7 @@ def test_inspect_evals_lab_bench_asks_and_scores_number_for_number(
             }
             out = tmp_path / "inspect.json"
             argv = [environment_python(inspect_env), str(DRIVER), str(lab_bench), "DbQA,SeqQA"]
-            argv += ["openai-api/helixbench/m", str(out)]
+            argv += ["openai-api/helixbench/m", str(out), "--limit", str(LIMIT)]
             done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
             peer = json.loads(out.read_text())
@@ -129,14 +133,25 @@ def test_inspect_evals_lab_bench_asks_and_scores_number_for_number(
             gateways.close()
         calls = [e.data for e in session.events if e.type == "model"]
     assert len(server.state.received) == asked  # Inspect's calls reached no model
-    assert len(calls) == 1120 and {c["cache"] for c in calls} == {"hit"}
+    assert len(calls) == 2 * LIMIT and {c["cache"] for c in calls} == {"hit"}
 
     ours = [json.loads(line) for line in scores.read_text().splitlines()]
     by_id = {q.id: q for q in every}
+    by_source = {q.source_id: q for q in every if q.benchmark in PARTS}
     for benchmark, part in PARTS.items():
         result = peer[part]
         assert result["status"] == "success", result["error"]
-        mine = [r for r in ours if r["benchmark"] == benchmark]
+        assert len(result["samples"]) == len([q for q in every if q.benchmark == benchmark])
+        for source, sample in result["samples"].items():  # every row, in Inspect's order
+            mine = shown[by_source[source].id]
+            assert sample["choices"] == list(mine.options), source
+            assert sample["target"] == LETTERS[mine.presented.index(0)], source
+        asked_by_them = set(result["verdicts"])
+        assert len(asked_by_them) == LIMIT
+        mine = [
+            r for r in ours
+            if r["benchmark"] == benchmark and by_id[r["question_id"]].source_id in asked_by_them
+        ]  # fmt: skip
         verdicts = {}
         for row in mine:
             source = by_id[row["question_id"]].source_id

@@ -2,9 +2,12 @@
 in the peer's environment on the pinned public rows: its Hugging Face download is
 replaced by the same rows read as a local dataset (the tasks' files in name order),
 nothing else; its seeds, template, solver and scorer are its own. Writes each task's
-status, metrics and per-sample verdicts (C, I or N) as JSON.
+every sample as the task's dataset holds it (its choices in the order drawn, its
+target), and, run on MODEL (``--limit``: the first N samples of each task), its
+status, metrics and per-sample verdicts (C, I or N), as JSON.
 
-    python inspect_lab_bench.py LAB_BENCH_DIR DbQA,SeqQA MODEL OUT.json [--max-connections N]
+    python inspect_lab_bench.py LAB_BENCH_DIR DbQA,SeqQA MODEL OUT.json
+        [--max-connections N] [--limit N]
 """
 
 import argparse
@@ -36,18 +39,23 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--max-connections", type=int, default=16)
     parser.add_argument("--log-dir", default=None)
+    parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args()
     results = {}
     for part in args.parts.split(","):
         lab_bench.hf_dataset = local_rows(args.root / part)
+        task = TASKS[part]()
+        samples = {str(s.id): {"choices": s.choices, "target": s.target} for s in task.dataset}
         (log,) = inspect_ai.eval(
-            TASKS[part](),
+            task,
             model=args.model,
             display="none",
             max_connections=args.max_connections,
+            limit=args.limit,
             log_dir=args.log_dir or str(args.out.parent / "inspect-logs"),
         )
         result = {"status": log.status, "error": str(log.error) if log.error else None}
+        result["samples"] = samples
         if log.status == "success":
             result["metrics"] = {
                 name: metric.value for s in log.results.scores for name, metric in s.metrics.items()
