@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from helixbench.gateway import sandbox  # noqa: E402
+from helixbench.gateway.gateways import Gateways  # noqa: E402
 from helixbench.loopback.ncbi import NCBIServer  # noqa: E402
-from helixbench.methods.agent import Agent, AgentSettings, Gateways  # noqa: E402
+from helixbench.methods.agent import Agent, AgentSettings  # noqa: E402
 from helixbench.tools.executor import ToolExecutor, ToolSettings  # noqa: E402
 
 URL = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene&term=BRCA1"

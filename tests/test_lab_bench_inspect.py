@@ -30,8 +30,8 @@ from helixbench.config import build_plan
 from helixbench.datasets.questions import write_questions
 from helixbench.environments import environment_python
 from helixbench.gateway import sandbox  # noqa: F401 (the gateways' module, imported first)
+from helixbench.gateway.gateways import Gateways
 from helixbench.loopback.openai import OpenAIServer
-from helixbench.methods.agent import Gateways
 from helixbench.methods.choices import LETTERS, present, write_templates
 from helixbench.models import create_model
 from helixbench.paths import PEER_TEMPLATES

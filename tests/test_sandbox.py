@@ -23,10 +23,11 @@ from helixbench import secrets
 from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup
 from helixbench.errors import ConfigError
 from helixbench.gateway import sandbox
+from helixbench.gateway.gateways import Gateways
 from helixbench.gateway.sandbox import limits, syscalls, view
 from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
-from helixbench.methods.agent import Agent, AgentSettings, Gateways
+from helixbench.methods.agent import Agent, AgentSettings
 from helixbench.models import create_model
 from helixbench.tools.executor import ToolExecutor, ToolSettings
 

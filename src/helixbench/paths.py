@@ -24,6 +24,9 @@ ORIGINAL_PREPARED = "resources/index/{original}/prepared.json"
 # chain-of-thought line), read from their packages in the peers' environment.
 PEER_ENV = "resources/envs/inspect/env.json"
 PEER_TEMPLATES = "resources/peers/lab-bench.json"
+# The code tools' environment (workflow/envs/tools/code.yaml) and their executions.
+CODE_ENV = "resources/envs/code/env.json"
+CODE_CACHE = "resources/cache/code.sqlite"
 # The caches every job shares unless the config names others (tools.cache, model_cache).
 TOOL_CACHE = "resources/cache/tools.sqlite"
 MODEL_CACHE = "resources/cache/models.sqlite"
@@ -72,6 +75,8 @@ REPORT = (
     # The tool replies the runs read from the cache (report/tool_replies.py): with the
     # same config, another machine replays the runs offline from them.
     ReportFile("tool_replies.jsonl"),
+    # The code tools' executions the runs read or made (gateway/code.py), likewise.
+    ReportFile("code_executions.jsonl"),
     # Per-question scores of every run (report/question_scores.py has the schema).
     # (and as CSV, question_scores.csv, with the setting report.question_scores_csv)
     ReportFile("question_scores.parquet"),

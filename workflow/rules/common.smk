@@ -144,9 +144,10 @@ ORIGINAL_ENV_IN_PLACE = (
 )
 
 
-# Environments of their own: the seed systems' (originals/) and the peers' (peers/:
-# Inspect's, for the exports and for LAB-Bench's wording and cross-check).
-ISOLATED_ENV_DIRS = ("originals", "peers")
+# Environments of their own: the seed systems' (originals/), the peers' (peers/:
+# Inspect's, for the exports and for LAB-Bench's wording and cross-check) and the code
+# tools' (tools/).
+ISOLATED_ENV_DIRS = ("originals", "peers", "tools")
 
 
 def _isolated_env_dir(env):
@@ -156,7 +157,7 @@ def _isolated_env_dir(env):
         if (WORKFLOW_DIR / "envs" / folder / f"{env}.yaml").is_file():
             return folder
     raise WorkflowError(
-        f"no environment file {env}.yaml in workflow/envs/originals or peers"
+        f"no environment file {env}.yaml in workflow/envs/originals, peers or tools"
     )
 
 

@@ -111,11 +111,17 @@ def _user_commands(sub) -> None:
         help="the model response cache (%(default)s)",
     )
     p.add_argument(
+        "--code",
+        default=paths.CODE_CACHE,
+        help="the code tools' execution cache (%(default)s)",
+    )
+    p.add_argument(
         "--import",
         dest="import_file",
         metavar="FILE",
-        help="first put a report's tool_replies.jsonl in the tool cache (replies there are "
-        "kept), to rerun its config offline with the same replies",
+        help="first put a report's tool_replies.jsonl in the tool cache, or its "
+        "code_executions.jsonl in the code cache (entries there are kept), to rerun its "
+        "config offline with the same replies and executions",
     )
     p.set_defaults(func=commands.cache)
 

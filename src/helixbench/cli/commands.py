@@ -156,7 +156,11 @@ def cache(args) -> None:
     import sqlite3
 
     if args.import_file:
-        import_tool_replies(Path(args.import_file), Path(args.tools))
+        exported = Path(args.import_file)
+        if _is_code_export(exported):
+            import_code_executions(exported, Path(args.code))
+        else:
+            import_tool_replies(exported, Path(args.tools))
 
     from tabulate import tabulate
 
@@ -170,6 +174,12 @@ def cache(args) -> None:
             "SELECT origin, COUNT(*), COALESCE(SUM(LENGTH(body)), 0) FROM replies"
             " GROUP BY origin ORDER BY origin",
             ["tool replies from", "replies", "bytes"],
+        ),
+        (
+            Path(args.code),
+            "SELECT origin, COUNT(*), COALESCE(SUM(LENGTH(files)), 0) FROM executions"
+            " GROUP BY origin ORDER BY origin",
+            ["code executions from", "executions", "scratch bytes"],
         ),
         (
             Path(args.models),
@@ -189,6 +199,39 @@ def cache(args) -> None:
             (requests,) = query(path, "SELECT COUNT(*) FROM requests")[0]
             print(f"{requests} request(s) left this machine for these replies (table requests)")
         print()
+
+
+def _is_code_export(exported: Path) -> bool:
+    """Whether ``exported`` is a ``code_executions.jsonl`` (its lines hold an execution)."""
+    with exported.open(encoding="utf-8") as lines:
+        first = next((line for line in lines if line.strip()), "")
+    try:
+        return "outcome" in json.loads(first)
+    except (ValueError, TypeError):
+        return False
+
+
+def import_code_executions(exported: Path, code: Path) -> None:
+    """Put a report's ``code_executions.jsonl`` in the code cache ``code`` (executions
+    already there are kept): the same config then executes none of them again."""
+    from ..errors import DataError
+    from ..gateway.code import ExecutionCache
+
+    lines = []
+    for number, line in enumerate(exported.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            entry = json.loads(line)
+            if not {"key", "outcome", "files", "files_sha256"} <= set(entry):
+                raise ValueError("missing fields")
+        except (ValueError, TypeError) as exc:
+            why = f"not an exported code execution ({exc})"
+            raise DataError(f"{exported}:{number}: {why}") from None
+        lines.append(entry)
+    try:
+        stored, kept = ExecutionCache(code).import_lines(lines, exported.name)
+    except ValueError as exc:
+        raise DataError(f"{exported}: {exc}") from None
+    print(f"{exported}: {len(lines)} code executions, {stored} new in {code}")
 
 
 def import_tool_replies(exported: Path, tools: Path) -> None:

@@ -190,6 +190,8 @@ class Run:
             paths_ += [upstream_path(f) for f in task.choice_upstream]
         if self.environment:
             paths_.append(self.environment)
+        if {"python", "bash"} & set(self.first.method_spec.get("tools") or ()):
+            paths_.append(paths.CODE_ENV)  # the code tools' environment
         if self.first.method_spec.get("prepared"):  # what an original built (its database)
             paths_.append(self.first.method_spec["prepared"])
         return list(dict.fromkeys(paths_))

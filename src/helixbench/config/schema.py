@@ -50,6 +50,7 @@ def generated_enums() -> dict[str, list]:
     from ..methods import KINDS
     from ..methods.choices import VARIANTS
     from ..methods.originals import ORIGINALS
+    from ..methods.toolsets import TOOLSETS
     from ..models import BACKENDS
     from ..scoring import SCORER_NAMES
     from ..sources.published import FORMATS
@@ -65,6 +66,7 @@ def generated_enums() -> dict[str, list]:
         "choice_variants": list(VARIANTS),
         "import_formats": list(FORMATS),
         "recordings": list(RECORDINGS),
+        "toolsets": list(TOOLSETS),
     }
 
 

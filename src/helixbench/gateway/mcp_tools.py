@@ -3,7 +3,9 @@ MCP servers: ``esearch``, ``efetch``, ``esummary``, ``elink`` and ``blast``, the
 function-calling protocol's own (:class:`helixbench.tools.functions.NCBIFunctions`),
 with the same argument checks, sent through the same tool executor, each call a
 tool event of the session named in the URL (``/s/<token>/mcp``) or the
-``X-Helixbench-Session`` header.
+``X-Helixbench-Session`` header. Where the method names them, ``python`` and
+``bash`` too (:mod:`.code`): each call run in a sandbox of its own, outside the
+agent's, on the question's scratch folder.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import socket
 import threading
 import time
 
+from ..transcripts import Event
 from . import TOKEN_HEADER, CapReached, Sessions
 
 _TOKEN: contextvars.ContextVar[str | None] = contextvars.ContextVar("session", default=None)
@@ -21,9 +24,11 @@ _TOKEN: contextvars.ContextVar[str | None] = contextvars.ContextVar("session", d
 class MCPGateway:
     """The MCP server of one run job, on 127.0.0.1 (uvicorn in a thread)."""
 
-    def __init__(self, functions, sessions: Sessions, unix_path=None):
-        # unix_path: the same server on a Unix socket too (an agent's sandbox's door)
+    def __init__(self, functions, sessions: Sessions, unix_path=None, languages=()):
+        # unix_path: the same server on a Unix socket too (an agent's sandbox's door);
+        # languages: the code tools offered (their CodeTools set as ``code`` before use)
         self.functions, self.sessions = functions, sessions
+        self.languages, self.code = tuple(languages), None
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
@@ -65,10 +70,13 @@ class MCPGateway:
         from mcp.server.mcpserver import MCPServer
 
         from ..tools.functions import FUNCTIONS
+        from .code import LANGUAGES
 
         server = MCPServer("helixbench-ncbi", instructions="NCBI's web APIs, through helixbench")
         for name, (description, _, _) in FUNCTIONS.items():
             server.add_tool(self._tool(name), name=name, description=description)
+        for name in self.languages:
+            server.add_tool(self._code_tool(name), name=name, description=LANGUAGES[name])
         return server.streamable_http_app(stateless_http=True, json_response=True)
 
     def _tool(self, name: str):
@@ -98,6 +106,12 @@ class MCPGateway:
         return {"esearch": esearch, "efetch": efetch, "esummary": esummary, "elink": elink,
                 "blast": blast}[name]  # fmt: skip
 
+    def _code_tool(self, language: str):
+        def run(code: str) -> str:
+            return self._call(language, code=code)
+
+        return run
+
     def _call(self, name: str, **arguments) -> str:
         session = self.sessions.find(_TOKEN.get())
         if session is None:
@@ -108,7 +122,14 @@ class MCPGateway:
             index = session.tool_call(f"mcp:{name}")
         except CapReached as exc:
             return f"Error: the agent reached its cap of {exc}"
-        done = self.functions.call(name, arguments, session.question_id, index)
+        if name in self.languages:  # the requests the code made, then the execution
+            from .code import CodeCall
+
+            execution = self.code.run(name, arguments["code"], session.question_id, session.token)
+            done = CodeCall(execution, index)
+            session.events += [Event(e.type, e.index, e.data, e.latency_s) for e in done.events]
+        else:
+            done = self.functions.call(name, arguments, session.question_id, index)
         session.record("tool", index, {**done.describe(), "route": f"mcp:{name}"}, started)
         return done.text
 

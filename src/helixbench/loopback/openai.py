@@ -45,6 +45,10 @@ class OpenAIServerState:
     # function of the prompt giving one or None).
     answers: dict = field(default_factory=dict)
     replies: dict | object = field(default_factory=dict)
+    # A scripted chat model that reads its whole conversation (tool results too): a
+    # function of the request's messages giving a reply, or ``{"tool_calls": [(name,
+    # arguments)]}`` to call functions; None leaves the request to the rest.
+    chat: object = None
     in_flight: int = 0
     overflows: int = 0
     # A served model's speed and size: each completion takes ``latency_s``; past
@@ -196,6 +200,8 @@ class _Handler(QuietHandler):
             return self._send(400, {"error": error})
         with self.state.lock:
             text = self.state.script.popleft() if self.state.script else None
+        if text is None and self.state.chat is not None and "messages" in body:
+            text = self.state.chat(body["messages"])
         if text is None and body.get("tools") and self.state.tool_rounds:
             rounds = sum(m.get("role") == "tool" for m in body["messages"])
             if rounds < self.state.tool_rounds:

@@ -54,7 +54,6 @@ import atexit
 import json
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,22 +65,20 @@ from pathlib import Path
 from .. import secrets
 from ..datasets.snapshots import Snapshot
 from ..environments import environment_python
-from ..gateway import Sessions, sandbox
+from ..gateway import sandbox
+from ..gateway.gateways import Gateways
 from ..gateway.sandbox import limits, root, view
+from ..gateway.sandbox.output import Caps, LineReader, kill, run_once
 from ..paths import UPSTREAM_DIR
 from ..transcripts import Event, QuestionResult
 from . import Prepared
-from .agent_io import (
-    Caps,
-    LineReader,
+from .agent_answers import (
     answer_object,
     capped_answer,
     json_object,
-    kill,
     read_answer,
     read_own_file,
     reported_outcome,
-    run_once,
 )
 from .choices import LETTERS, presentations
 from .originals import RUNNERS_DIR
@@ -135,42 +132,6 @@ class AgentSettings:
     @property
     def isolated(self) -> bool:
         return self.sandbox != "cooperative"
-
-
-class Gateways:
-    """The model, tool and MCP gateways of one run job, started once, closed at exit."""
-
-    def __init__(
-        self, model, executor, served_name: str, reply_cap: int | None = None, demonstrations=None
-    ):
-        from ..gateway.mcp_tools import MCPGateway
-        from ..gateway.model_api import ModelGateway
-        from ..gateway.tool_api import FrontHandler, ToolGateway
-        from ..tools.functions import NCBIFunctions
-
-        self.sessions = Sessions()
-        self.demonstrations = demonstrations
-        # The run job's own directory for its agents' questions (mode 700, removed at
-        # exit): another job's agents do not share it.
-        self.workdir = Path(tempfile.mkdtemp(prefix="helixbench-agents-"))
-        doors = self.workdir / ".doors"  # the gateways' Unix sockets, for the sandboxes
-        doors.mkdir(mode=0o700)
-        self.model = ModelGateway(model, self.sessions, served_name).__enter__()
-        self.model.serve_unix(doors / "model.sock")
-        self.tools = ToolGateway(executor, self.sessions, reply_cap, demonstrations).__enter__()
-        self.tools.serve_unix(doors / "tool.sock")
-        self.tools.serve_unix(doors / "tool-front.sock", FrontHandler)
-        self.mcp = MCPGateway(NCBIFunctions(executor), self.sessions, doors / "mcp.sock")
-        self.mcp.__enter__()
-        ports = {self.model.port: "model.sock", self.tools.port: "tool.sock"}
-        ports[self.mcp.port] = "mcp.sock"
-        self.sandbox = sandbox.Sandbox(self.workdir, doors, executor.settings.allowed_hosts, ports)
-        atexit.register(self.close)
-
-    def close(self) -> None:
-        for server in (self.mcp, self.tools, self.model):
-            server.__exit__(None, None, None)
-        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 class Agent:
@@ -448,8 +409,13 @@ def prepare(context) -> Prepared:
     from ..tools import tool_settings
     from ..tools.executor import ToolExecutor
     from ..tools.genesets import geneset_settings
+    from ..tools.rest import FUNCTIONS as REST
+    from ..tools.rest import rest_settings
+    from .toolsets import LANGUAGES, code_settings
 
     spec = context.run["method_spec"]
+    names = tuple(spec.get("tools") or ())  # code over MCP; Ensembl's and UniProt's hosts
+    languages = [n for n in names if n in LANGUAGES]
     settings = AgentSettings.from_spec(spec)
     if settings.isolated:
         sandbox.require()  # the cause and the fix, before any question runs
@@ -459,9 +425,11 @@ def prepare(context) -> Prepared:
         if key not in _GATEWAYS:  # loaded and started once for the shard's tasks
             snapshot = Snapshot.load(Path(snapshot_path)) if snapshot_path else None
             # NCBI's hosts and GeneAgent's services, as the gene-set methods reach them
-            executor = ToolExecutor(geneset_settings(tool_settings(context.tools_mode)))
+            reached = geneset_settings(tool_settings(context.tools_mode))
+            executor = ToolExecutor(rest_settings(reached, (*names, *(REST if languages else ()))))
+            code = code_settings(spec, languages) if languages else None
             _GATEWAYS[key] = Gateways(
-                context.model, executor, context.run["model"], settings.reply_cap, snapshot
+                context.model, executor, context.run["model"], settings.reply_cap, snapshot, code
             )
     snapshot = _GATEWAYS[key].demonstrations
     agent = Agent(settings, _GATEWAYS[key], _GATEWAYS[key].workdir, presentations(context))

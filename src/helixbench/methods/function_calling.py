@@ -45,12 +45,12 @@ from ..models import (
     ModelError,
     ModelMiss,
 )
-from ..tools import create_toolbox, tool_settings
-from ..tools.functions import NCBIFunctions, call_of_url, reply_text
+from ..tools.functions import call_of_url, reply_text
 from ..transcripts import Event, QuestionResult
 from . import Prepared, model_event
 from .choices import presentations
 from .genegpt import DEMONSTRATIONS, demonstration_urls
+from .toolsets import DEFAULT, toolset
 
 # Versioned with the prompts: a change of wording is another method.
 PROMPT_VERSION = "qa-1"
@@ -60,6 +60,11 @@ WITH_TOOLS = (
     "genes, snp for variants, omim for genetic diseases, and others) and BLAST for DNA "
     "sequences. Call them as often as you need, one question at a time, then answer. "
 )
+WITH_CODE = (
+    "You can run code as functions (python, bash): to compute on sequences and data, and to "
+    "call these APIs. A question's files stay between its calls. "
+)
+WITH_REST = "You can query Ensembl's and UniProt's REST APIs as functions. "
 CONTRACT = (
     "End your reply with the final answer, as 'Answer: <answer>', with the answer alone: a "
     "gene symbol, gene symbols separated by commas, a chromosome (chr8), a location "
@@ -74,6 +79,7 @@ class FunctionCalling:
 
     demonstrations: tuple[dict, ...] = ()  # chat turns before the question
     tools: bool = True
+    toolsets: tuple[str, ...] = DEFAULT  # what the method's ``tools`` names
     tool_docs: bool = True
     max_tool_rounds: int = 10
     reply_cap: int = 10_000
@@ -92,11 +98,24 @@ class FunctionCalling:
         tools = spec["kind"] == "function-calling"
         cap = settings.get("reply_cap", cls.reply_cap)
         demos = demonstration_turns(snapshot, cap) if snapshot is not None and tools else ()
-        return cls(demonstrations=demos, tools=tools, presentations=presentations or {}, **settings)
+        names = tuple(spec.get("tools") or DEFAULT) if tools else ()
+        return cls(demos, tools, names, presentations=presentations or {}, **settings)
+
+    @property
+    def offered(self) -> str:
+        """What the system prompt says of the tools (NCBI's alone: the words as ever)."""
+        if not self.tools:
+            return "Answer from what you know. "
+        names = set(self.toolsets)
+        return (
+            (WITH_TOOLS if "ncbi" in names else "")
+            + (WITH_REST if names & {"ensembl", "uniprot"} else "")
+            + (WITH_CODE if names & {"python", "bash"} else "")
+        )
 
     @property
     def system(self) -> str:
-        return TASK + (WITH_TOOLS if self.tools else "Answer from what you know. ") + CONTRACT
+        return TASK + self.offered + CONTRACT
 
     @property
     def header(self) -> str:
@@ -104,11 +123,13 @@ class FunctionCalling:
         opening = [{"role": "system", "content": self.system}, *self.demonstrations]
         return render_messages(opening)
 
-    def schemas(self, functions: NCBIFunctions) -> tuple[dict, ...] | None:
+    def schemas(self, functions) -> tuple[dict, ...] | None:
         return tuple(functions.schemas(self.tool_docs)) if self.tools else None
 
     def run(self, question_id: str, question: str, model, functions) -> QuestionResult:
         result = QuestionResult(question_id=question_id, header_sha256=sha256_text(self.header))
+        if functions is not None and hasattr(functions, "begin"):
+            functions.begin(question_id)  # (the code tools' scratch folder, empty)
         shown = self.presentations.get(question_id)
         read = final_answer
         if shown is None:
@@ -118,7 +139,7 @@ class FunctionCalling:
                 {"role": "user", "content": question},
             ]
         else:  # multiple choice: the variant's prompt, as the peer sends it alone
-            messages = [{"role": "system", "content": TASK + WITH_TOOLS}] if self.tools else []
+            messages = [{"role": "system", "content": TASK + self.offered}] if self.tools else []
             messages.append({"role": "user", "content": shown.prompt})
             question, read, result.presented = shown.prompt, shown.letter_of, list(shown.presented)
         logged = len(messages) - 1  # the question: what the first call adds to the header
@@ -158,6 +179,7 @@ class FunctionCalling:
                 else:
                     done = functions.call(call["name"], call["arguments"], question_id, call_index)
                 data = {**done.describe(), "call_id": call["id"]}
+                result.events += getattr(done, "events", [])  # (what a code call requested)
                 result.events.append(Event("tool", call_index, data, time.perf_counter() - started))
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": done.text})
         return result.finish(answer=None, error="numError")  # not reached
@@ -245,9 +267,6 @@ def prepare(context) -> Prepared:
     task, spec = context.task, context.run["method_spec"]
     snapshot = Snapshot.load(Path(task["snapshot"])) if task.get("snapshot") else None
     method = FunctionCalling.from_spec(spec, snapshot, presentations(context))
-    functions = None
-    if method.tools:
-        executor = create_toolbox(tool_settings(context.tools_mode))
-        functions = NCBIFunctions(executor, method.reply_cap)
+    functions = toolset(spec, context.tools_mode, method.reply_cap) if method.tools else None
     info = {"prompt_version": PROMPT_VERSION}
     return Prepared(method, context.model, functions, snapshot.id if snapshot else None, info)

@@ -42,7 +42,7 @@ from .provenance import provenance
 from .question_bank import CITATIONS, bank_layout, overlap_golds, overlap_table
 from .records import load_scores, primary_metric, score_index
 from .text import fmt
-from .tool_replies import export_tool_replies
+from .tool_replies import export_code_executions, export_tool_replies
 
 __all__ = ["load_scores", "primary_metric", "score_index", "write_report"]
 
@@ -133,6 +133,10 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     ablation_figure(ablation, out_dir)
     export_tool_replies(
         [k for s in summaries.values() for k in s["tool_keys"]], out_dir / "tool_replies.jsonl"
+    )
+    export_code_executions(
+        [k for s in summaries.values() for k in s.get("code_keys", ())],
+        out_dir / "code_executions.jsonl",
     )
     prov = provenance(plan, facts, config, config_digest)
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")

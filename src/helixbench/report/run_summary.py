@@ -36,7 +36,7 @@ from .question_bank import bank_leaderboard, bank_table
 from .question_scores import COLUMNS, write_parquet
 from .records import score_index, scores_frame
 from .scores import score_table
-from .tool_replies import used_keys
+from .tool_replies import used_executions, used_keys
 
 SUMMARY_VERSION = paths.RUN_SUMMARY_VERSION
 
@@ -181,6 +181,7 @@ def summarize_run(
             {"benchmark": t.benchmark, "task": t.task, **task_facts(records[t])} for t in plan.tasks
         ],
         "tool_keys": used_keys(records),
+        "code_keys": used_executions(records),
     }
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -99,8 +99,8 @@ def local_recorded_files(
     where the workflow's jobs read them, ``resources/upstream/`` below the working
     directory, each checked against its pin: (task, local path) per file."""
     from .. import paths
-    from ..paths import upstream_path
     from ..datasets.fetch import fetch
+    from ..paths import upstream_path
 
     files = []
     for run in recorded_runs(recording, benchmark, mask):
@@ -279,8 +279,8 @@ class RecordingReader:
 def loop_table(mirror: Path | None) -> list[dict]:
     """Every recorded run the registry knows, with the loop variant its files show
     (read from ``mirror``, else the local copies): one row per run directory."""
-    from ..paths import upstream_path
     from ..datasets.fetch import mirror_path
+    from ..paths import upstream_path
 
     reader, rows = RecordingReader(), []
     for name, spec in RECORDINGS.items():

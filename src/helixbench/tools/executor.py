@@ -70,6 +70,7 @@ class ToolSettings:
 
     mode: str = "offline"
     cache: str = paths.TOOL_CACHE
+    code_cache: str = paths.CODE_CACHE  # the code tools' executions (gateway.code)
     budgets: str = "resources/cache/budgets"
     allowed_hosts: tuple[str, ...] = NCBI_HOSTS
     routes: dict = field(default_factory=dict)  # public URL prefix -> where it is served
