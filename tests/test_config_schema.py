@@ -102,6 +102,17 @@ def test_the_file_that_holds_the_key_is_named_and_a_valid_config_passes(tmp_path
         check_config(config, [base, extra])
     with pytest.raises(ConfigError, match="shards: 5000 is out of range; it must be at most"):
         check_config(_with(lambda c: c.update(shards=5000)), [base])
+    # A name that names nothing is found by the plan, after the schema: named there too.
+    from helixbench.config import build_plan
+    from helixbench.config.schema import naming_the_file
+
+    extra.write_text(yaml.safe_dump({"runs": [{"model": "codex", "method": "no-tool"}]}))
+    config = _with(lambda c: c.update(runs=[{"model": "codex", "method": "no-tool"}]))
+    with pytest.raises(ConfigError) as found:
+        build_plan(config, None)
+    assert naming_the_file(str(found.value), [base, extra]).startswith(
+        f"{extra}: runs[0].method: unknown method 'no-tool'; did you mean 'no-tools'?"
+    )
 
 
 def test_the_schema_takes_every_name_from_the_code():

@@ -298,9 +298,9 @@ def test_the_loop_records_model_failures_and_finishes(server):
 # -- the response cache ------------------------------------------------------------------
 
 
-def test_cache_hits_the_same_call_and_misses_any_change(server, tmp_path):
+def test_cache_hits_the_same_call_and_misses_any_change(server, tmp_path, capsys):
     cache = tmp_path / "models.sqlite"
-    model = create_model(openai_spec(server), cache=cache)
+    model = create_model(openai_spec(server), cache=cache, name="plain")
     first = model.complete(request("Question: a\n"))
     again = model.complete(request("Question: a\n"))
     assert (first.cache, again.cache) == ("miss", "hit")
@@ -310,9 +310,17 @@ def test_cache_hits_the_same_call_and_misses_any_change(server, tmp_path):
     assert model.complete(request("Question: b\n")).cache == "miss"
     other = create_model(openai_spec(server, model="other-model"), cache=cache)
     assert other.complete(request("Question: a\n")).cache == "miss"  # never shared
-    chat = create_model(openai_spec(server, api="chat"), cache=cache)
+    chat = create_model(openai_spec(server, api="chat"), cache=cache, name="chatty")
     assert chat.complete(request("Question: a\n")).cache == "miss"
     assert len(server.state.received) == 5
+    # `helixbench cache` tells the models apart by the config's names and identities.
+    from helixbench.cli import main
+
+    main(["cache", "--models", str(cache), "--tools", str(tmp_path / "t"), "--code", "-"])
+    listing = capsys.readouterr().out
+    assert "plain (openai, " in listing and "completions API)" in listing
+    assert "chatty (openai, " in listing and "chat API)" in listing
+    assert "? (openai, other-model, " in listing  # stored without a name
 
 
 def test_cache_keeps_refusals_but_not_failures(server, tmp_path):

@@ -175,3 +175,17 @@ def test_status_lists_every_planned_shard_started_or_not(tmp_path):
         ("n / y", "0 of 1", "not started"),
     ]
     assert "3 shard(s): 1 done, 0 running, 0 stopped, 2 not started" in format_statuses(statuses)
+
+
+def test_the_eta_leaves_out_the_first_questions_warm_up(tmp_path):
+    """The first question also loads the model (36 s here); the ETA and the rate come
+    from the questions after it (2 in 10 s: 5 s each), so 7 left take 35 s, not the
+    107 s that 3 questions in 46 s would say."""
+    progress = ShardProgress("m / x", tmp_path / "shard-0-of-1.jsonl", 10, [], io.StringIO())
+    progress.started, progress.first_at = 100.0, 136.0
+    progress.answered = progress.counts.done = 1
+    assert progress.pace(136.0) == "elapsed 00:36, ETA ?"
+    progress.answered = progress.counts.done = 3
+    assert progress.pace(146.0) == "elapsed 00:46, ETA 00:35, 5.0 s/question"
+    progress.answered = progress.counts.done = 10
+    assert progress.pace(3700.0) == "elapsed 1:00:00, ETA 00:00, 360.0 s/question"

@@ -265,11 +265,19 @@ def test_gene_sets_have_their_own_leaderboard():
                              ("macro", "embedding", 0.65), ("macro", "rougeL", 0.2)]
     ]  # fmt: skip
     summary = _summary(rows)
-    board = geneset_leaderboard(plan, summary)
+    scores = pd.DataFrame(
+        [("m / closed-book", "genesets", "q1", "embedding", 0.6, "all-MiniLM-L6-v2 (stand-in)")],
+        columns=["run", "benchmark", "question_id", "metric", "score", "scored_by"],
+    )
+    board = geneset_leaderboard(plan, summary, scores)
     assert list(board.run) == ["m / closed-book", "gprofiler / gsea-top1"]  # by embedding
-    first = board.iloc[0]
+    first, other = board.iloc[0], board.iloc[1]
     assert (first.embedding, first.rougeL, first.datasets, first.sets) == (0.65, 0.2, 2, 100)
     assert first.embedding_ci_low == pytest.approx(0.55)
+    # Different datasets: each is first among the runs it can be compared with.
+    assert (first["rank"], other["rank"]) == (1, 1)
+    assert first.compared_on == "GO, NeST (100 sets)" and other.compared_on.startswith("MSigDB")
+    assert first.scored_by == "all-MiniLM-L6-v2 (stand-in)" and pd.isna(other.scored_by)
     assert leaderboard(plan, summary, pd.DataFrame(columns=["run", "benchmark", "question_id",
                        "metric", "score"])).empty  # fmt: skip
 
@@ -415,3 +423,21 @@ def test_the_per_question_view_shows_the_start_of_a_runaway_text():
         "[... 5 more characters in results/runs/]"
     )
     assert shown["data"]["tool_calls"] == ["ok"] and shown_text(None) is None
+
+
+def test_an_originals_prompts_are_paired_by_digest_not_by_cache_hits():
+    """prompts_shared: the calls of an agent run whose prompt another run of the same
+    model sent on the same question; other models' and other questions' do not count."""
+    from helixbench.report.operations import with_shared_prompts
+
+    agents = pd.DataFrame([{"model": "m", "method": "main-py", "prompts_shared": 0}])
+    prompts = {
+        ("m", "main-py"): {"q1": ["a", "b"], "q2": ["c"]},
+        ("m", "genegpt"): {"q1": ["a", "b"], "q2": ["x"]},
+        ("n", "genegpt"): {"q2": ["c"]},  # another model
+        ("m", "other"): {"q3": ["c"]},  # another question
+    }
+    summaries = {
+        f"{m} / {k}": {"model": m, "method": k, "prompts": p} for (m, k), p in prompts.items()
+    }
+    assert with_shared_prompts(agents, summaries).prompts_shared.tolist() == [2]

@@ -63,7 +63,26 @@ def paper_run(mirror, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("paper")
     done = snakemake(workdir, paper_config(), mirror=mirror)
     assert done.returncode == 0, done.stderr[-3000:]
+    (workdir / "console.txt").write_text(done.stdout + done.stderr)
     return workdir
+
+
+@pytest.mark.workflow
+@PAPER_RUN
+def test_the_console_shows_progress_warnings_and_the_ending(paper_run):
+    """helixbench's console (the default profile's logger): a line a stage, the
+    shards' progress, the warning of the recording the mirror lacks, the ending; the
+    job blocks are in Snakemake's log."""
+    lines = (paper_run / "console.txt").read_text().splitlines()
+    assert len(lines) < 150 and max(map(len, lines)) <= 300, (len(lines), lines[:20])
+    text = "\n".join(lines)
+    assert "upstream files fetched: " in text and "] report written" in text
+    assert "[progress] codex / genegpt-slim shard-0-of-2: " in text
+    assert "000001" in text  # the warning
+    assert "Leaderboard, geneturing" in text and "Complete log(s): " in text
+    assert "input: " not in text and "Finished jobid" not in text
+    (log,) = (paper_run / ".snakemake" / "log").glob("*.snakemake.log")
+    assert "rule run_shard:" in log.read_text()  # all of it, there
 
 
 @pytest.mark.workflow
@@ -290,7 +309,10 @@ def test_each_runs_questions_load_on_demand_from_a_file_of_its_own(
     monkeypatch.chdir(paper_run)
     monkeypatch.setattr(report, "AUTOLOAD_QUESTIONS", 10)
     report.write_report(plan, config, "0" * 64, out)
-    shutil.copytree(paper_run / "results" / "report" / "runs", out / "runs")
+    # write_report placed the runs' page files beside it, as the report rule does.
+    assert sorted(p.name for p in (out / "runs" / "codex").iterdir()) == sorted(
+        p.name for p in runs.iterdir()
+    )
     page = out / "index.html"
     dom, console = chromium.dump_dom(page, tmp_path / "profile")
     assert 'data-ready="1"' in dom and "0 of 0 questions shown (choose a run)" in dom, console[
@@ -356,9 +378,29 @@ def test_compare_any_two_runs_from_the_command_line(mirror, paper_run):
         env={**os.environ, "HELIXBENCH_MIRROR": str(mirror)},
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = {line.split("\t")[0]: line.split("\t") for line in done.stdout.splitlines()[1:]}
-    assert rows["Protein-coding genes"][5:] == ["+0.2400", "0.0007"]
-    assert rows["Gene name conversion"][6] == "1.0000"  # identical answers: p = 1
+    rows = _compared(done.stdout)
+    # The benchmark's own task order, on the leaderboard's metric, then the headline.
+    assert list(rows)[:3] == ["Gene alias", "Gene name conversion", "Gene SNP association"]
+    assert {r["metric"] for r in rows.values()} == {"extracted"}
+    assert rows["Gene name conversion"]["p"] == "1.0000"  # identical answers: p = 1
+    with open(paper_run / "results" / "report" / "headline.csv") as fh:
+        (said,) = [
+            r for r in csv.DictReader(fh)
+            if (r["benchmark"], r["run_a"], r["run_b"])
+            == ("geneturing", "codex / genegpt-slim", "codex / genegpt-full")
+        ]  # fmt: skip
+    macro = rows["macro (9 tasks)"]
+    low, high = (float(x) for x in macro["95% interval"].strip("[]").split(", "))
+    assert float(macro["a-b"]) == pytest.approx(float(said["difference"]), abs=5e-5)
+    assert (low, high) == pytest.approx((float(said["ci_low"]), float(said["ci_high"])), abs=5e-5)
+    assert float(macro["p"]) == pytest.approx(float(said["p_value"]), abs=5e-5)
+    assert (low > 0) == (float(said["p_value"]) <= 0.05)  # the interval and the test agree
+
+
+def _compared(stdout: str) -> dict[str, dict]:
+    """``helixbench compare``'s rows by task (its header names the columns)."""
+    lines = [line.split("\t") for line in stdout.splitlines() if "\t" in line]
+    return {row[1]: dict(zip(lines[0], row, strict=True)) for row in lines[1:]}
 
 
 @pytest.mark.workflow
@@ -695,8 +737,9 @@ def test_per_question_scores_load_in_one_call_and_compare_reads_either(mirror, p
     same_run = compare("--config", str(config_file)).stdout  # codex-b is no run of it
     assert "no run 'codex-b / genegpt-full'" in compare("--config", str(config_file)).stderr
     assert same_run == ""
-    rows = {line.split("\t")[0]: line.split("\t") for line in from_files.stdout.splitlines()[1:]}
-    assert rows["Protein-coding genes"][5:] == ["+0.2400", "0.0007"]  # as from the config
+    rows = _compared(from_files.stdout)
+    assert rows["Protein-coding genes"]["a-b"] == "+0.2400"  # as from the config
+    assert rows["Protein-coding genes"]["p"] == "0.0007"
     twice = compare("--scores", str(parquet), str(table))
     assert twice.returncode == 1 and "has scores in more than one table" in twice.stderr
 

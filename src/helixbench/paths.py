@@ -36,18 +36,26 @@ RUNS_DIR = "results/runs"
 RUN_SHARD = RUNS_DIR + "/{model}/{method}/shard-{shard}-of-{shards}.jsonl"
 RUN_SCORES = "results/scores/{model}/{method}.jsonl"
 # A run's share of the report, written by its own job (report/run_summary.py).
-RUN_SUMMARY_DIR = "results/summaries/{model}/{method}"
+SUMMARIES_DIR = "results/summaries"
+RUN_SUMMARY_DIR = SUMMARIES_DIR + "/{model}/{method}"
 RUN_SUMMARY = RUN_SUMMARY_DIR + "/summary.json"
 RUN_SCORE_TABLE = RUN_SUMMARY_DIR + "/scores.parquet"
 # Raised when a summary's content changes: a parameter of the summarize jobs, so
 # Snakemake redoes the summaries an older helixbench wrote.
-RUN_SUMMARY_VERSION = 2
+RUN_SUMMARY_VERSION = 3
+
+# A run's questions and transcripts for the HTML report (index.html loads the copy
+# the report puts in its runs/ folder).
+RUN_DETAILS = RUN_SUMMARY_DIR + "/details.js"
+# A run in other tools' formats (report.exports; report/exports.py), copied into the
+# report's exports/ folder.
+RUN_EXPORTS = "results/exports/{model}/{method}"
 
 REPORT_DIR = "results/report"
-# A run's questions and transcripts for the HTML report, loaded by index.html.
-RUN_DETAILS = REPORT_DIR + "/runs/{model}/{method}.js"
-# A run in other tools' formats (report.exports; report/exports.py).
-RUN_EXPORTS = REPORT_DIR + "/exports/{model}/{method}"
+# The report's own copies of its runs' files: exactly the runs of the config it was
+# built from (report/details.py, place_run_files).
+REPORT_RUNS_DIR = REPORT_DIR + "/runs"
+REPORT_EXPORTS_DIR = REPORT_DIR + "/exports"
 
 
 @dataclass(frozen=True)
@@ -114,3 +122,8 @@ REPORT_FILES = tuple(f.name for f in REPORT)
 def upstream_path(file) -> str:
     """Where the local copy of an upstream file (an UpstreamFile) lies."""
     return f"{UPSTREAM_DIR}/{file.relpath}"
+
+
+# What the console prints when the workflow ends (the report's paths and leaders),
+# written by the report job so that the ending costs no import of the report code.
+REPORT_CONSOLE_SUMMARY = "logs/report-summary.txt"

@@ -144,6 +144,53 @@ def paired_test(
     return PairedTest(float(diffs.mean()), (extreme + 1) / (resamples + 1), len(shared))
 
 
+def paired_interval(
+    a: dict[str, float],
+    b: dict[str, float],
+    weights: dict[str, float] | None = None,
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> Interval:
+    """The differences (a - b, weighted as :func:`paired_test` weighs them) that the
+    same sign-flip test does not reject at ``1 - confidence``: the test inverted, so
+    the interval leaves out 0 exactly when the test's p-value is at most that level.
+
+    For a shift ``d`` the test flips the signs of the shifted differences: with the
+    sign matrix ``S`` and the scaled differences ``x`` (weights ``c``), the flipped
+    means are ``S x / n - d S c / n``; each side's bound is found by bisection."""
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        raise ValueError("the two runs share no question")
+    diffs = np.array([a[q] - b[q] for q in shared], dtype=float)
+    scale = np.ones(diffs.size)
+    if weights is not None:
+        w = np.array([weights[q] for q in shared], dtype=float)
+        scale = w * w.size / w.sum()
+    signs = _signs(diffs.size, resamples, seed)
+    flipped_x = signs @ (diffs * scale) / diffs.size
+    flipped_c = signs @ scale / diffs.size
+    mean = float((diffs * scale).mean())
+    alpha = 1 - confidence
+
+    def rejected(shift: float) -> bool:
+        observed = abs(mean - shift)
+        extreme = np.count_nonzero(np.abs(flipped_x - shift * flipped_c) >= observed - 1e-12)
+        return (extreme + 1) / (resamples + 1) <= alpha
+
+    def bound(outer: float) -> float:  # between the mean (kept) and outer (rejected)
+        inner = mean
+        if not rejected(outer):
+            return outer
+        for _ in range(50):
+            middle = (inner + outer) / 2
+            inner, outer = (inner, middle) if rejected(middle) else (middle, outer)
+        return inner
+
+    reach = float(np.abs(diffs).max()) + 1.0  # past every difference: rejected
+    return Interval(mean, bound(mean - reach), bound(mean + reach), len(shared))
+
+
 def holm(p_values: list[float]) -> list[float]:
     """Holm's step-down adjustment of a family of p-values (the family-wise error rate),
     in the order given: the i-th smallest is multiplied by m - i + 1, made no smaller

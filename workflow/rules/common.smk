@@ -36,7 +36,7 @@ from helixbench.benchmarks import question_files
 from helixbench.datasets.fetch import FetchError, pin_mirror_env, resolve_mirror
 from helixbench.models.gguf import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
-from helixbench.config.schema import check_config
+from helixbench.config.schema import check_config, naming_the_file
 from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.models import SERVING_ENV
@@ -62,7 +62,11 @@ try:
     pin_mirror_env()  # the jobs, wherever they run, find the mirror the user named
     MIRROR = resolve_mirror(config.get("mirror"))
     PLAN = build_plan(config, MIRROR)
-except (ConfigError, FetchError) as exc:
+except ConfigError as exc:
+    raise WorkflowError(
+        f"invalid config: {naming_the_file(str(exc), workflow.configfiles)}"
+    )
+except FetchError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 if not PLAN.tasks:
     raise WorkflowError(
@@ -95,9 +99,8 @@ for name, limit in PLAN.endpoints().items():
     RUN_RESOURCES[name] = per_run(lambda run, name=name: int(run.endpoint == name))
 RUN_THREADS = per_run(lambda run: run.threads)
 
-for note in PLAN.notes:
-    if note["level"] == "warning":
-        logger.warning(f"{note['model']} / {note['method']}: {note['message']}")
+for warning in PLAN.console_warnings():
+    logger.warning(warning)
 
 
 wildcard_constraints:
@@ -216,17 +219,12 @@ def verbatim(value):
     return param
 
 
-def get_output_dir(wildcards, output):
-    return os.path.dirname(output[0])
-
-
 def print_report_summary():
-    """After a successful run that wrote the report: where it is and who leads."""
-    from helixbench.report.summary import console_summary
-
-    report_dir = Path(paths.REPORT_DIR).resolve()  # wherever --directory put it
-    if (report_dir / "index.html").is_file():
-        print(console_summary(report_dir))
+    """After a successful run that wrote the report: where it is and who leads (the
+    report job wrote it)."""
+    ending = Path(paths.REPORT_CONSOLE_SUMMARY)
+    if ending.is_file() and Path(paths.REPORT_DIR, "index.html").is_file():
+        print(ending.read_text(encoding="utf-8"), end="")
 
 
 def get_final_output():
@@ -237,7 +235,10 @@ def get_report_outputs():
     """The report's files (helixbench.paths.REPORT, and the CSV copy of the
     per-question table where the config asks); those with a caption go into
     Snakemake's own report under their category."""
-    outputs = []
+    # Its runs' pages and exports, copied in: exactly this config's runs.
+    outputs = [directory(paths.REPORT_RUNS_DIR)]
+    if EXPORTS:
+        outputs.append(directory(paths.REPORT_EXPORTS_DIR))
     if config.get("report", {}).get("question_scores_csv"):
         outputs.append(f"{paths.REPORT_DIR}/question_scores.csv")
     for file in paths.REPORT:
@@ -378,6 +379,7 @@ def get_report_inputs():
     for provenance the snapshots and upstream files."""
     files = [paths.QUESTIONS, *(run.summary_path for run in PLAN.runs)]
     files += [run.score_table_path for run in PLAN.runs]
+    files += [run.details_path for run in PLAN.runs]
     files += [path for run in PLAN.runs for path in run.snapshot_paths]
     files += [seed for run in PLAN.runs for seed in run.seed_markers]
     if EXPORTS:
@@ -388,3 +390,17 @@ def get_report_inputs():
 
 def get_config_json():
     return json.dumps(config, sort_keys=True)
+
+
+def get_config_sources():
+    """The config files this run merged, in order (config/config.yaml first, as
+    paths from the working directory where they lie under it), and whether
+    --config overrode keys: what the report says it was built from."""
+    files = []
+    for path in [*workflow.configfiles[-1:], *workflow.configfiles[:-1]]:
+        path = Path(path).absolute()
+        inside = path.is_relative_to(Path.cwd())
+        files.append(str(path.relative_to(Path.cwd()) if inside else path))
+    if workflow.config_settings.config:
+        files.append("--config " + ",".join(sorted(workflow.config_settings.config)))
+    return json.dumps(list(dict.fromkeys(files)))

@@ -12,7 +12,9 @@ rule report:
         ENVS["report"]
     params:
         config=verbatim(get_config_json()),
-        out_dir=get_output_dir,
+        sources=verbatim(get_config_sources()),
+        # The folder holding the outputs (its runs/ folder first).
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
         "python -m helixbench report --config-json {params.config:q} --out-dir {params.out_dir:q}"
-        " > {log:q} 2>&1"
+        " --config-sources {params.sources:q} > {log:q} 2>&1"

@@ -20,7 +20,8 @@ from . import commands, jobs
 DESCRIPTION = """\
 Benchmarks of tool-augmented language models on genomics questions. The workflow
 itself runs with `snakemake --cores 8`; these commands look at what it will do and
-what it did. Each reads the working directory (a clone's root) and writes nothing.
+what it did. Each reads the working directory (a clone's root) and writes nothing,
+but for `cache --import`, which adds another machine's replies to the caches.
 """
 EPILOG = """\
 The workflow's rules also call job commands (fetch, questions, snapshot,
@@ -71,7 +72,10 @@ def _user_commands(sub) -> None:
         help="every planned run shard: done, running, stopped or not started, with "
         "questions done, rate and ETA (reads, never writes)",
     )
-    _add_config(p)
+    group = _add_config(p)
+    group.add_argument(
+        "--all", action="store_true", help="every shard on disk, of any config, none planned"
+    )
     p.add_argument("--runs", default=paths.RUNS_DIR, help="the runs directory (%(default)s)")
     p.add_argument("--json", action="store_true", help="one JSON object per shard")
     p.set_defaults(func=commands.status)
@@ -99,7 +103,9 @@ def _user_commands(sub) -> None:
     p.add_argument("--mirror", help="mirror directory (HELIXBENCH_MIRROR overrides)")
     p.set_defaults(func=commands.recordings)
 
-    p = sub.add_parser("cache", help="what the tool and model response caches hold (read-only)")
+    p = sub.add_parser(
+        "cache", help="what the tool and model response caches hold (read-only; --import writes)"
+    )
     p.add_argument(
         "--tools",
         default=paths.TOOL_CACHE,
@@ -128,8 +134,10 @@ def _user_commands(sub) -> None:
 
 def _job_commands(sub) -> None:
     """The rules' commands: no ``help=`` so that ``helixbench --help`` lists none."""
-    p = sub.add_parser("fetch", description="Fetch one pinned upstream file.")
-    p.add_argument("output", help="where the file goes, resources/upstream/<host>/<path>")
+    p = sub.add_parser("fetch", description="Fetch pinned upstream files.")
+    p.add_argument(
+        "output", nargs="+", help="where each file goes, resources/upstream/<host>/<path>"
+    )
     p.add_argument("--mirror", help="mirror directory (HELIXBENCH_MIRROR overrides)")
     p.add_argument("--lock", required=True, help="lock file for checksums not pinned upstream")
     p.add_argument("--url", help="URL of a file the config pins (not in the manifest)")
@@ -264,6 +272,7 @@ def _job_commands(sub) -> None:
     p = sub.add_parser("report", description="Write the report directory.")
     _add_config(p, required_alternative=True)
     p.add_argument("--out-dir", required=True, help="the report directory")
+    p.add_argument("--config-sources", help="JSON list: the config files it was built from")
     p.set_defaults(func=jobs.report)
 
 

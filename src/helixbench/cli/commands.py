@@ -40,12 +40,18 @@ def config_and_plan(args):
     JSON) and its plan, built once."""
     from ..config import build_plan
     from ..datasets.fetch import resolve_mirror
+    from ..errors import ConfigError
 
-    if getattr(args, "config_json", None):
+    if getattr(args, "config_json", None):  # a job's: checked when the workflow started
         config = json.loads(args.config_json)
-    else:
-        config, _ = read_configs(args.config)
-    return config, build_plan(config, resolve_mirror(config.get("mirror")))
+        return config, build_plan(config, resolve_mirror(config.get("mirror")))
+    config, files = read_configs(args.config)
+    try:
+        return config, build_plan(config, resolve_mirror(config.get("mirror")))
+    except ConfigError as exc:
+        from ..config.schema import naming_the_file
+
+        raise ConfigError(naming_the_file(str(exc), files)) from None
 
 
 def compare(args) -> None:
@@ -62,12 +68,17 @@ def compare(args) -> None:
         _, plan = config_and_plan(args)
         table = question_score_table(plan, load_scores(plan), "")
     rows = compare_two(table, args.a, args.b)
-    print("task\tmetric\tn\ta\tb\ta-b\tp")
+    print("benchmark\ttask\tmetric\tn\ta\tb\ta-b\t95% interval\tp")
     for r in rows:
         print(
-            f"{r['task']}\t{r['metric']}\t{r['n']}\t{r['score_a']:.4f}\t{r['score_b']:.4f}"
-            f"\t{r['difference']:+.4f}\t{r['p_value']:.4f}"
+            f"{r['benchmark']}\t{r['task']}\t{r['metric']}\t{r['n']}\t{r['score_a']:.4f}"
+            f"\t{r['score_b']:.4f}\t{r['difference']:+.4f}"
+            f"\t[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]\t{r['p_value']:.4f}"
         )
+    print(
+        "(a macro row is the report's headline for the pair: the difference of macro "
+        "scores, the interval of differences the sign-flip test does not reject, its p)"
+    )
 
 
 def plan(args) -> None:
@@ -106,7 +117,8 @@ def plan(args) -> None:
     if questions is None:
         print("question counts: the benchmark files are not here yet (no mirror, not fetched)")
         return
-    for line in overlap_summary(questions):
+    planned = {task.benchmark for run in plan.runs for task in run.tasks}
+    for line in overlap_summary(questions, planned):
         print(f"overlap: {line}")
 
 
@@ -116,21 +128,27 @@ def status(args) -> None:
     from ..run.progress import format_statuses, planned_shards, shard_statuses
 
     planned = None  # without a config: the shards on disk are all there is to show
-    if args.config or args.runs == RUNS_DIR:  # a working directory's own runs
+    if not args.all and (args.config or args.runs == RUNS_DIR):  # a working directory's
         try:
             planned = planned_shards(config_and_plan(args)[1])
         except ConfigError:
             if args.config:  # asked for: its mistake is the answer
                 raise
     statuses = shard_statuses(Path(args.runs), planned=planned)
+    others = 0
+    if planned is not None:  # the config's shards; of the others, how many
+        statuses, others = statuses[: len(planned)], len(statuses) - len(planned)
     if args.json:
         from dataclasses import asdict
 
         print(json.dumps([asdict(s) for s in statuses], indent=1))
-    elif statuses:
+        return
+    if statuses:
         print(format_statuses(statuses))
     else:
         print(f"no shard planned or under {args.runs} yet")
+    if others:
+        print(f"(and {others} shard(s) of other configs under {args.runs}: --all lists them)")
 
 
 def recordings(args) -> None:
@@ -144,9 +162,11 @@ def recordings(args) -> None:
             continue
         caps = "/".join(str(cap or "-") for cap, _ in row["variants"])
         rules = "/".join(rule for _, rule in row["variants"])
+        capped = ",".join(map(str, row["capped_at"])) or "-"
+        contradictions = " ".join(f"{rule}:{n}" for rule, n in row["contradictions"].items())
         print(
             f"{row['recording']}\t{row['run']}\t{row['tasks']}\t{row['read']}\t{caps}\t{rules}"
-            f"\t{row['capped_at']}\t{row['contradictions']}"
+            f"\t{capped}\t{contradictions}"
         )
 
 
@@ -183,15 +203,19 @@ def cache(args) -> None:
         ),
         (
             Path(args.models),
-            "SELECT identity, COUNT(*), MIN(created_at), MAX(created_at) FROM completions"
-            " GROUP BY identity ORDER BY 2 DESC",
-            ["model identity (sha256)", "completions", "first", "last"],
+            MODEL_CACHE_SQL,
+            ["model", "identity (sha256)", "completions", "first", "last"],
         ),
     ):
         if not path.is_file():
             print(f"{path}: none yet")
             continue
-        rows = query(path, sql)
+        if sql is MODEL_CACHE_SQL:
+            tables = {name for (name,) in query(path, "SELECT name FROM sqlite_master")}
+            rows = query(path, sql if "identities" in tables else OLD_MODEL_CACHE_SQL)
+            rows = [(describe_identity(*row[:2]), row[2][:16], *row[3:]) for row in rows]
+        else:
+            rows = query(path, sql)
         size = path.stat().st_size / 1e6
         print(f"{path} ({size:.1f} MB)")
         print(tabulate(rows, headers=headers, disable_numparse=True) if rows else "(empty)")
@@ -199,6 +223,34 @@ def cache(args) -> None:
             (requests,) = query(path, "SELECT COUNT(*) FROM requests")[0]
             print(f"{requests} request(s) left this machine for these replies (table requests)")
         print()
+
+
+# Each model's calls, with the config names and the identity it was stored under.
+MODEL_CACHE_SQL = """
+SELECT (SELECT group_concat(name, ', ') FROM identity_names n WHERE n.digest = c.identity),
+       (SELECT identity FROM identities i WHERE i.digest = c.identity),
+       c.identity, COUNT(*), MIN(c.created_at), MAX(c.created_at)
+FROM completions c GROUP BY c.identity ORDER BY 4 DESC
+"""
+# A cache written before identities were kept: the digest alone.
+OLD_MODEL_CACHE_SQL = """
+SELECT NULL, NULL, identity, COUNT(*), MIN(created_at), MAX(created_at)
+FROM completions GROUP BY identity ORDER BY 4 DESC
+"""
+
+
+def describe_identity(names: str | None, identity_json: str | None) -> str:
+    """A model in the cache's listing: the config's names for it and what answers."""
+    if identity_json is None:
+        return names or "(not recorded)"
+    identity = json.loads(identity_json)
+    what = identity.get("model") or identity.get("package") or identity.get("source")
+    facts = [identity.get("backend"), what]
+    if identity.get("api"):
+        facts.append(f"{identity['api']} API")
+    if "chat_template" in identity:
+        facts.append("chat template" if identity["chat_template"] else "no chat template")
+    return f"{names or '?'} ({', '.join(str(f) for f in facts if f)})"
 
 
 def _is_code_export(exported: Path) -> bool:

@@ -12,9 +12,12 @@ from pathlib import Path
 def fetch(args) -> None:
     from ..datasets.fetch import fetch_local, resolve_mirror
 
+    if args.url and len(args.output) > 1:
+        raise SystemExit("fetch: --url and --sha256 pin one file")
     mirror = resolve_mirror(args.mirror)
-    digest = fetch_local(Path(args.output), mirror, Path(args.lock), args.url, args.sha256)
-    logging.info("fetched %s (sha256 %s)", args.output, digest)
+    for output in args.output:  # one process for many: a job's start costs more than a copy
+        digest = fetch_local(Path(output), mirror, Path(args.lock), args.url, args.sha256)
+        logging.info("fetched %s (sha256 %s)", output, digest)
 
 
 def questions(args) -> None:
@@ -139,7 +142,14 @@ def report(args) -> None:
     from .commands import config_and_plan
 
     config, plan = config_and_plan(args)
-    write_report(plan, config, config_hash(config), Path(args.out_dir))
+    sources = json.loads(args.config_sources) if args.config_sources else args.config
+    write_report(plan, config, config_hash(config), Path(args.out_dir), sources)
+    from .. import paths
+    from ..report.summary import console_summary
+
+    ending = Path(paths.REPORT_CONSOLE_SUMMARY)
+    ending.parent.mkdir(parents=True, exist_ok=True)
+    ending.write_text(console_summary(Path(args.out_dir).resolve()) + "\n", encoding="utf-8")
 
 
 def environment(args) -> None:

@@ -289,6 +289,22 @@ class Plan:
             for r in [t.recorded for t in self.tasks if t.recorded] + self.snapshot_runs
         }
 
+    def console_warnings(self, shown: int = 2) -> list[str]:
+        """The warnings for the console: a run's first ``shown``, then how many more
+        (the report lists them all)."""
+        by_run: dict[str, list[str]] = {}
+        for note in self.notes:
+            if note["level"] == "warning":
+                by_run.setdefault(f"{note['model']} / {note['method']}", []).append(note["message"])
+        lines = []
+        for run, messages in by_run.items():
+            lines += [f"{run}: {message}" for message in messages[:shown]]
+            if len(messages) > shown:
+                lines.append(
+                    f"{run}: {len(messages) - shown} more like these (the report lists them)"
+                )
+        return lines
+
     def find(self, model: str, method: str) -> Run:
         try:
             return self._by_wildcards[(model, method)]

@@ -107,6 +107,19 @@ def check_config(config: dict, files=(), schema: Path = SCHEMA) -> None:
     raise ConfigError(f"{source}: {describe(first)}{more}")
 
 
+_KEY_PATH = re.compile(r"^([A-Za-z_][\w-]*(?:\[\d+\]|\.[\w-]+)*): ")
+
+
+def naming_the_file(message: str, files) -> str:
+    """A config error found after the schema's check (a name that names nothing),
+    which starts with its key's path, prefixed with the file that sets that key."""
+    found = _KEY_PATH.match(message)
+    if not found or not files:
+        return message
+    path = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", found.group(1))]
+    return f"{_file_holding(path, files)}: {message}"
+
+
 def _file_holding(path: list, files) -> str:
     """The last of ``files`` that sets ``path`` (or the part of it that exists)."""
     files = [str(f) for f in files]

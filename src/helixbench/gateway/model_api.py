@@ -27,9 +27,14 @@ import time
 from urllib.parse import urlsplit
 
 from .. import secrets
-from ..digests import sha256_text
 from ..loopback import LoopbackServer, QuietHandler
-from ..models import CompletionRequest, ContextLengthError, ModelError, call_fields
+from ..models import (
+    CompletionRequest,
+    ContextLengthError,
+    ModelError,
+    call_fields,
+    prompt_digest,
+)
 from . import CapReached, Sessions, bearer_token
 
 _AZURE = re.compile(r"^/openai/deployments/[^/]+/(chat/completions|completions)$")
@@ -162,7 +167,7 @@ class _Handler(QuietHandler):
             error = exc
         data = {
             "route": urlsplit(self.path).path,
-            "prompt_sha256": sha256_text(request.prompt),
+            "prompt_sha256": prompt_digest(request),
             "prompt_chars": len(request.prompt),
             "prompt_increment": _increment(request),
             "completion": None if completion is None else completion.text,

@@ -23,6 +23,7 @@ from ..models import (
     ModelError,
     ModelMiss,
     create_model,
+    prompt_digest,
 )
 from ..sources.recordings import load_recording, recorded_header
 from ..tools import Toolbox, ToolRequest, create_toolbox, tool_settings
@@ -277,7 +278,7 @@ def _model_event(request, previous_prompt, completion, started, error=None) -> E
     else:
         increment, continued = prompt, False
     said = {
-        "prompt_sha256": sha256_text(prompt),
+        "prompt_sha256": prompt_digest(request),
         "prompt_chars": len(prompt),
         "prompt_increment": increment,
         "continues_previous": continued,

@@ -16,6 +16,7 @@ from ..models import (
     ModelError,
     ModelMiss,
     call_fields,
+    prompt_digest,
 )
 from ..transcripts import Event, QuestionResult
 
@@ -74,6 +75,7 @@ class Session:
         except (ContextLengthError, ModelMiss, ModelError) as exc:
             error = exc
         data = {
+            "prompt_sha256": prompt_digest(request),
             "prompt_chars": len(request.prompt),
             "prompt_increment": increment,
             "continues_previous": continues,

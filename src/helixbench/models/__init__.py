@@ -86,6 +86,17 @@ class ModelError(Exception):
         self.transient = transient
 
 
+def prompt_digest(request: CompletionRequest) -> str:
+    """The sha256 of what a call shows the model: the prompt, or a chat's messages and
+    tools. Every model event carries it (``prompt_sha256``), so two runs' calls can be
+    paired by what they asked, whichever ran first."""
+    from ..digests import sha256_json, sha256_text
+
+    if request.messages:
+        return sha256_json({"messages": list(request.messages), "tools": list(request.tools or [])})
+    return sha256_text(request.prompt)
+
+
 def call_fields(completion: Completion | None, error: Exception | None) -> dict:
     """What a model event records of a call's outcome (every method's transcript)."""
     data = {
@@ -213,7 +224,7 @@ def create_model(spec: dict, **resources) -> Model | AnswerSource:
     ``recorded`` (the recorded run's items) and ``recording_source`` (its URL and
     sha256, for the model's identity); for local models, ``model_dir``, ``threads``
     and ``prefix_cache``; ``cache``: the response cache every language model but
-    replay answers through.
+    replay answers through; ``name``: the config's name for the model, kept in it.
     """
     cls = backend(spec.get("backend"))
     model = cls.create(spec, **resources)
@@ -221,7 +232,7 @@ def create_model(spec: dict, **resources) -> Model | AnswerSource:
         return model
     from .cache import CachedModel, ModelCache
 
-    return CachedModel(model, ModelCache(resources["cache"]))
+    return CachedModel(model, ModelCache(resources["cache"]), resources.get("name"))
 
 
 def ask(model: Model, prompt: str, question: str, tag: str, max_tokens: int) -> str:

@@ -32,6 +32,12 @@ CREATE TABLE IF NOT EXISTS completions (
     latency_s REAL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS identities (digest TEXT PRIMARY KEY, identity TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS identity_names (
+    digest TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY (digest, name)
+);
 """
 
 
@@ -45,15 +51,28 @@ class ModelCache(SqliteStore):
             (key,),
         )
 
-    def put(self, key: str, identity: dict, row: tuple, latency_s: float) -> None:
-        self._transaction(
-            lambda conn: conn.execute(
+    def put(
+        self, key: str, identity: dict, row: tuple, latency_s: float, name: str | None = None
+    ) -> None:
+        """Store a completion; the identity itself and the config's name for the model
+        are kept beside it (``helixbench cache`` shows them, not only the digest)."""
+        digest = sha256_json(identity)
+
+        def write(conn) -> None:
+            conn.execute(
                 "INSERT OR REPLACE INTO completions (key, identity, text, refused, prompt_tokens,"
                 " completion_tokens, finish_reason, latency_s, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, sha256_json(identity), *row, latency_s, utc_now()),
+                (key, digest, *row, latency_s, utc_now()),
             )
-        )
+            conn.execute(
+                "INSERT OR IGNORE INTO identities VALUES (?, ?)",
+                (digest, secrets.redact(json.dumps(identity, sort_keys=True))),
+            )
+            if name:
+                conn.execute("INSERT OR IGNORE INTO identity_names VALUES (?, ?)", (digest, name))
+
+        self._transaction(write)
 
 
 def request_key(identity: dict, request: CompletionRequest) -> str:
@@ -77,9 +96,10 @@ class CachedModel:
     """A backend behind the response cache. Context-length refusals are cached too;
     failures (:class:`ModelError`) are not, so a rerun tries them again."""
 
-    def __init__(self, model: Model, cache: ModelCache):
+    def __init__(self, model: Model, cache: ModelCache, name: str | None = None):
         self.model = model
         self.cache = cache
+        self.name = name  # the config's name for the model, kept with its identity
         self._asking = KeyedLocks()  # one prompt asked once, however many threads ask it
 
     @property
@@ -124,7 +144,7 @@ class CachedModel:
             completion = self.model.complete(request)
         except ContextLengthError as exc:
             row = (None, str(exc), None, None, None)
-            self.cache.put(key, self.identity(), row, time.perf_counter() - started)
+            self.cache.put(key, self.identity(), row, time.perf_counter() - started, self.name)
             raise ContextLengthError(str(exc), cache="miss") from None
         text = secrets.redact(completion.text)
         if request.tools:
@@ -137,5 +157,5 @@ class CachedModel:
             completion.completion_tokens,
             completion.finish_reason,
         )
-        self.cache.put(key, self.identity(), row, time.perf_counter() - started)
+        self.cache.put(key, self.identity(), row, time.perf_counter() - started, self.name)
         return replace(completion, cache="miss")

@@ -24,7 +24,7 @@ from .crate import CONFIG_FILE, CRATE_FILE, write_crate
 from .errors import table4_agreement
 from .geneagent_paper import geneagent_paper_table, paper_layout
 from .genesets import geneset_percentiles, geneset_table
-from .headline import headline_sentence, headline_table
+from .headline import HEADLINE_METHOD, headline_sentence, headline_table
 from .imported import import_table, imported_runs
 from .joined import (
     joined_bank,
@@ -35,10 +35,11 @@ from .joined import (
     read_summaries,
 )
 from .layouts import ablation_table, genehop_table, table2
-from .leaderboard import geneset_leaderboard, leaderboard
+from .leaderboard import encoders_of, geneset_leaderboard, leaderboard
 from .markdown import _markdown
+from .operations import with_shared_prompts
 from .protocols import protocol_table, protocol_tests
-from .provenance import provenance
+from .provenance import built_from, provenance
 from .question_bank import CITATIONS, bank_layout, overlap_golds, overlap_table
 from .records import load_scores, primary_metric, score_index
 from .text import fmt
@@ -54,8 +55,16 @@ AUTOLOAD_QUESTIONS = 5000
 HEADLINE_SHOWN = 12
 
 
-def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) -> None:
-    from .details import CALLBACK, MAX_TEXT_CHARS
+def write_report(
+    plan: Plan,
+    config: dict,
+    config_digest: str,
+    out_dir: Path,
+    sources: list[str] | None = None,
+) -> None:
+    """The report of ``plan``'s runs (exactly those: ``sources``, the config files it
+    was built from, are named on its first screen) into ``out_dir``."""
+    from .details import CALLBACK, MAX_TEXT_CHARS, details_link, place_run_files
     from .figures import ablation_figure, leaderboard_figure, percentile_figure
     from .html import html_table, inline_svg, write_html
 
@@ -70,6 +79,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     }
     facts = {task: facts[(task.benchmark, task.task, task.label)] for task in plan.tasks}
     report_options = config.get("report", {})
+    place_run_files(plan, out_dir, bool(report_options.get("exports")))
     scores = read_run_scores(
         plan, config_digest, out_dir, csv=report_options.get("question_scores_csv", False)
     )
@@ -80,7 +90,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     golds = overlap_golds(questions)
     taxonomy = joined_rows(plan, summaries, "taxonomy")
     board = leaderboard(plan, summary, scores)
-    geneset_board = geneset_leaderboard(plan, summary)
+    geneset_board = geneset_leaderboard(plan, summary, scores)
     protocols = protocol_table(plan, summary, facts)
     pairs = asked_pairs(plan, summary)
     csv_tables = {  # each written as <name>.csv
@@ -102,7 +112,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         "genesets_leaderboard": geneset_board,
         "headline": headline_table(plan, index, board, geneset_board),
         "imports": import_table(plan, questions),
-        "agents": joined_rows(plan, summaries, "agents"),
+        "agents": with_shared_prompts(joined_rows(plan, summaries, "agents"), summaries),
         "genesets": geneset_table(plan, summary, facts),
         "geneagent_paper": geneagent_paper_table(plan, scores, summary),
     }
@@ -113,9 +123,14 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     ablation, genesets = csv_tables["ablation"], csv_tables["genesets"]
     imports, agents, headline = csv_tables["imports"], csv_tables["agents"], csv_tables["headline"]
     t2 = csv_tables["table2"]
-    (out_dir / "table2.md").write_text(t2.to_markdown(index=False, disable_numparse=True) + "\n")
     hop = genehop_table(plan, summary)
-    (out_dir / "genehop.md").write_text(hop.to_markdown(index=False, disable_numparse=True) + "\n")
+    for name, table, benchmark in (("table2", t2, "GeneTuring"), ("genehop", hop, "GeneHop")):
+        text = (
+            f"No {benchmark} run in this report."
+            if table.empty
+            else table.to_markdown(index=False, disable_numparse=True)
+        )
+        (out_dir / f"{name}.md").write_text(text + "\n")
     # The question bank's section: for the newer benchmarks a run covers.
     covered = [b for b in CITATIONS if any(t.benchmark == b for t in plan.tasks)]
     bank_section = {
@@ -138,7 +153,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         [k for s in summaries.values() for k in s.get("code_keys", ())],
         out_dir / "code_executions.jsonl",
     )
-    prov = provenance(plan, facts, config, config_digest)
+    prov = provenance(plan, facts, config, config_digest, sources)
     (out_dir / "provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     t2_nodemo = table2(plan, summary, "genegpt_excl_demos")
     t2_intervals = table2(plan, summary, intervals=True)
@@ -172,7 +187,7 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     runs = [
         {
             "label": run.label,
-            "file": _relative(run.details_path),
+            "file": details_link(run.model, run.method),
             "questions": sum(facts[t]["questions"] for t in run.tasks),
         }
         for run in plan.runs
@@ -183,14 +198,18 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
         out_dir / "index.html",
         {
             "prov": prov,
+            "built_from": built_from(prov),
             "notes": notes,
             "headline": [
                 {**row, "sentence": headline_sentence(row, fmt)}
                 for row in headline_rows.to_dict("records")
             ],
             "headline_more": len(headline) - len(headline_rows),
+            "headline_method": HEADLINE_METHOD,
             "leaderboard": board.to_dict("records"),
             "geneset_leaderboard": geneset_board.to_dict("records"),
+            "geneset_encoders": encoders_of(geneset_board) if not geneset_board.empty else "",
+            "geneset_groups": geneset_board.compared_on.nunique(),
             "imported": imported,
             "imports": html_table(imports, "imports.csv"),
             "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
@@ -249,15 +268,6 @@ def write_report(plan: Plan, config: dict, config_digest: str, out_dir: Path) ->
     missing = [name for name in paths.REPORT_FILES if not (out_dir / name).is_file()]
     if missing:  # the report rule declares every file of paths.REPORT as its output
         raise RuntimeError(f"the report did not write {', '.join(missing)}")
-
-
-def _relative(details_path: str) -> str:
-    """A run's details file as the page links it (relative to the report directory),
-    each part percent-encoded (a model's name may hold any character a URL reserves)."""
-    from urllib.parse import quote
-
-    inside = Path(details_path).relative_to(paths.REPORT_DIR)
-    return "/".join(quote(part) for part in inside.parts)
 
 
 FIGURE_NAMES = ("leaderboard", "ablation", "percentile")

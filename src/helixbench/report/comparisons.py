@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..config.plan import Plan
-from ..stats import holm, paired_test
+from ..stats import holm, paired_interval, paired_test
 from .records import ScoreIndex, primary_metric
 from .scores import POOLED, ROUND
 
@@ -146,28 +146,86 @@ def _compare(scores: ScoreIndex, a: str, b: str, benchmark: str, task: str, metr
 
 
 def compare_two(table: pd.DataFrame, a: str, b: str) -> list[dict]:
-    """Paired tests of runs ``a`` and ``b`` (labels ``model / method``) on every task both
-    ran, each on its primary metric, from a per-question table (``question_scores``:
-    the report's, or several working directories' read together); ConfigError names a
-    run that is not there, or two that share nothing."""
+    """Runs ``a`` and ``b`` (labels ``model / method``) compared as the report compares
+    them, from a per-question table (``question_scores``: the report's, or several
+    working directories' read together): per benchmark both ran, each task in the
+    benchmark's order on the leaderboard's metric (``extracted`` answers on GeneTuring
+    and GeneHop, embedding similarity on gene sets, else the task's primary metric),
+    then the macro row the headline states: the difference of macro scores over the
+    questions both answered, its interval (the test inverted) and the test's p.
+    ConfigError names a run that is not there, or two that share nothing."""
+    from ..benchmarks import tasks_of
     from ..errors import ConfigError
-    from .records import score_index
+    from .protocols import metric_of
+    from .records import (
+        macro_difference_interval,
+        macro_paired_test,
+        paired_by_task,
+        score_index,
+    )
 
     runs = list(dict.fromkeys(table.run))
     for name in (a, b):
         if name not in runs:
             raise ConfigError(f"no run {name!r}; runs: {', '.join(runs)}")
-    primary = table[table.primary]
-    scores = score_index(primary)
-    tasks = {
-        run: list(dict.fromkeys(zip(of.benchmark, of.task, of.metric, strict=True)))
-        for run, of in primary.groupby("run", sort=False)
-    }
-    of_b = set(tasks[b])
+    both = table[table.run.isin([a, b])]
     rows = []
-    for benchmark, task, metric in tasks[a]:
-        if (benchmark, task, metric) in of_b:
-            rows += _compare(scores, a, b, benchmark, task, metric)
+    for benchmark in dict.fromkeys(both[both.run == a].benchmark):
+        of_benchmark = both[both.benchmark == benchmark]
+        board_metric = metric_of(benchmark)
+        if board_metric in set(of_benchmark.metric):
+            of_benchmark = of_benchmark[of_benchmark.metric == board_metric]
+        else:
+            of_benchmark = of_benchmark[of_benchmark.primary]  # its tasks' own metrics
+        scores = score_index(of_benchmark)
+        order = {task: i for i, task in enumerate(tasks_of(benchmark))}
+        tasks = sorted(dict.fromkeys(of_benchmark.task), key=lambda t: order.get(t, len(order)))
+        metric_of_task = dict(zip(of_benchmark.task, of_benchmark.metric, strict=True))
+        paired = {}
+        for task in tasks:
+            found = paired_by_task(scores, a, b, [task], metric_of_task[task])
+            if found:
+                paired |= found
+                rows.append(_task_row(benchmark, task, metric_of_task[task], *found[task]))
+        if len(paired) > 1:
+            test, interval = macro_paired_test(paired), macro_difference_interval(paired)
+            means = [
+                [sum(side[q] for q in shared) / len(shared) for side in (of_a, of_b)]
+                for of_a, of_b, shared in paired.values()
+            ]
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "task": f"macro ({len(paired)} tasks)",
+                    "metric": ", ".join(dict.fromkeys(metric_of_task[t] for t in paired)),
+                    "n": test.n,
+                    "score_a": sum(m[0] for m in means) / len(means),
+                    "score_b": sum(m[1] for m in means) / len(means),
+                    "difference": interval.mean,
+                    "ci_low": interval.low,
+                    "ci_high": interval.high,
+                    "p_value": test.p_value,
+                }
+            )
     if not rows:
         raise ConfigError("the two runs share no scored question")
     return rows
+
+
+def _task_row(benchmark: str, task: str, metric: str, of_a: dict, of_b: dict, shared) -> dict:
+    """One task of :func:`compare_two`: its paired test and the interval it implies."""
+    a = {q: of_a[q] for q in shared}
+    b = {q: of_b[q] for q in shared}
+    test, interval = paired_test(a, b), paired_interval(a, b)
+    return {
+        "benchmark": benchmark,
+        "task": task,
+        "metric": metric,
+        "n": test.n,
+        "score_a": sum(a.values()) / len(a),
+        "score_b": sum(b.values()) / len(b),
+        "difference": test.difference,
+        "ci_low": interval.low,
+        "ci_high": interval.high,
+        "p_value": test.p_value,
+    }

@@ -2,7 +2,8 @@
 
 The index page (``index.html``) stays light at any number of runs: each run's
 questions, answers, scores and transcripts are in ``runs/<model>/<method>.js``
-(written by the run's summary job), which the page loads when the reader picks the
+(written by the run's summary job beside its summary, placed here by the report),
+which the page loads when the reader picks the
 run (a ``<script>`` element: static files, no server, works from ``file://`` and
 from a shared web folder) and renders as text (``textContent``, never markup).
 """
@@ -10,8 +11,11 @@ from a shared web folder) and renders as text (``textContent``, never markup).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
+from .. import paths
 from ..config.plan import Plan
 from ..scoring import CORRECTNESS_SCORERS
 from .records import ScoreIndex, primary_metric
@@ -85,9 +89,41 @@ def run_details(
     return {"run": run, "headers": headers, "questions": items}
 
 
-def details_path(model: str, method: str) -> str:
-    """A run's file, relative to the report directory (and the URL the page loads)."""
-    return f"runs/{model}/{method}.js"
+def details_link(model: str, method: str) -> str:
+    """A run's file as the page loads it: relative to the report directory, each part
+    percent-encoded (a model's name may hold any character a URL reserves)."""
+    from urllib.parse import quote
+
+    return "/".join(quote(part) for part in ("runs", model, f"{method}.js"))
+
+
+def place_run_files(plan, out_dir: Path, exports: bool) -> None:
+    """The report's ``runs/`` (and ``exports/``) folders hold exactly its runs' files,
+    linked (else copied) from ``results/summaries`` and ``results/exports``: a report
+    shows the runs of the config it was built from, and the runs of other configs
+    stay where they are."""
+    places = [(paths.REPORT_RUNS_DIR, True), (paths.REPORT_EXPORTS_DIR, exports)]
+    for folder, wanted in places:
+        target = Path(out_dir) / Path(folder).relative_to(paths.REPORT_DIR)
+        shutil.rmtree(target, ignore_errors=True)
+        if not wanted:
+            continue
+        target.mkdir(parents=True)
+        for run in plan.runs:
+            if folder == paths.REPORT_RUNS_DIR:
+                placed = target / run.model / f"{run.method}.js"
+                placed.parent.mkdir(parents=True, exist_ok=True)
+                _link(run.details_path, placed)
+            else:
+                source = paths.RUN_EXPORTS.format(**run.wildcards)
+                shutil.copytree(source, target / run.model / run.method, copy_function=_link)
+
+
+def _link(source, target) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or links not allowed
+        shutil.copy2(source, target)
 
 
 def write_details(path: Path, details: dict) -> None:

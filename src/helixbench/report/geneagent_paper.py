@@ -17,7 +17,7 @@ import math
 import pandas as pd
 
 from ..config.plan import Plan
-from .text import fmt
+from .text import fmt_interval
 
 
 def _stated(gpt4: tuple, cascade: tuple) -> dict:
@@ -83,7 +83,7 @@ def geneagent_paper_table(plan: Plan, scores: pd.DataFrame, summary: pd.DataFram
                 "sets": len(values),
                 "ours": int((values >= 0.9).sum()) if count else values.mean(),
                 "ours_sem": None if count else sem,
-                "ours_ci": "" if count or hit is None else f"{fmt(hit.ci_low)}-{fmt(hit.ci_high)}",
+                "ours_ci": "" if count or hit is None else fmt_interval(hit.ci_low, hit.ci_high),
                 "paper": paper[0],
                 "paper_pm": paper[1],
                 "scored_by": next((s for s in group.scored_by.dropna()), None),

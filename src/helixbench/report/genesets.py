@@ -6,7 +6,7 @@ import pandas as pd
 
 from ..config.plan import Plan, RunTask
 from ..methods.genesets import VERDICTS
-from .text import fmt
+from .text import fmt, fmt_interval
 
 GENESET_METRICS = ("embedding", "rougeL", "rouge1", "rouge2", "percentile")
 
@@ -40,7 +40,7 @@ def geneset_table(plan: Plan, summary: pd.DataFrame, facts: dict[RunTask, dict])
         for metric in GENESET_METRICS:
             hit = lookup.get((task.model, task.method, task.task, metric))
             row[metric] = hit.score if hit else None
-            row[f"{metric}_ci"] = f"{fmt(hit.ci_low)}-{fmt(hit.ci_high)}" if hit else ""
+            row[f"{metric}_ci"] = fmt_interval(hit.ci_low, hit.ci_high) if hit else ""
         errors = of_task["errors"]
         row["parse_errors"] = errors.get("parse_error", 0)
         row["other_errors"] = sum(n for kind, n in errors.items() if kind != "parse_error")

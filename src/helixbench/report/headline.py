@@ -4,9 +4,11 @@ For each leaderboard (the question-answering benchmarks, the gene sets) the pair
 reader compares first: the best run against the next, and each model's runs against
 its own no-tools baseline (``no-tools`` on questions, ``closed-book`` on gene sets).
 Each pair is compared on the questions both answered, by the leaderboard's metric: the
-difference of macro scores (each task counts once) with a 95% bootstrap interval
-(questions resampled within each task, as the leaderboard's intervals are) and the
-p-value of a sign-flip permutation test.
+difference of macro scores (each task counts once), the p-value of a sign-flip
+permutation test, and the interval of differences that test does not reject at 5%
+(the test inverted). The test decides the sentence, and the interval cannot
+contradict it: it leaves out 0 exactly when p <= 0.05. A pair with no question in
+common is named, and why it is not compared.
 """
 
 from __future__ import annotations
@@ -14,13 +16,19 @@ from __future__ import annotations
 import pandas as pd
 
 from ..config.plan import Plan
-from ..stats import bootstrap_macro
 from .comparisons import BASELINE_KINDS
-from .leaderboard import GENESETS
+from .leaderboard import GENESETS, encoders_of
 from .protocols import metric_of
-from .records import ScoreIndex, macro_paired_test, paired_by_task
+from .records import ScoreIndex, macro_difference_interval, macro_paired_test, paired_by_task
 from .scores import ROUND
 
+ALPHA = 0.05  # the test's level: the sentence and the interval both
+HEADLINE_METHOD = (
+    "The difference of macro scores (a - b) on the questions both answered; the p-value of "
+    "a sign-flip permutation test (10,000 flips, seed 0) decides who is ahead (p <= 0.05), "
+    "and the 95% interval is the set of differences that same test does not reject, so it "
+    "leaves out 0 exactly when p <= 0.05"
+)
 HEADLINE_COLUMNS = [
     "benchmark",
     "comparison",
@@ -34,7 +42,22 @@ HEADLINE_COLUMNS = [
     "p_value",
     "n",
     "tasks",
+    "note",  # why a pair is not compared (no question in common)
+    "scored_by",  # gene sets: the encoder of the embedding similarity (a stand-in says so)
 ]
+
+
+def _apart(plan: Plan, a: str, b: str, benchmark: str) -> str:
+    """Why two runs of a benchmark cannot be compared: the tasks each ran."""
+    tasks = {
+        r.label: [t.task for t in r.tasks if t.benchmark == benchmark]
+        for r in plan.runs
+        if r.label in (a, b)
+    }
+    return (
+        f"no question in common ({a}: {', '.join(tasks[a])}; {b}: {', '.join(tasks[b])}), "
+        "so not compared"
+    )
 
 
 def _pairs(plan: Plan, ranked: list[str], benchmark: str) -> list[tuple[str, str, str]]:
@@ -65,17 +88,26 @@ def headline_table(
 ) -> pd.DataFrame:
     """One row per pair a reader compares, per benchmark (leaderboard order)."""
     boards = [(b, list(board[board.benchmark == b].run)) for b in dict.fromkeys(board.benchmark)]
-    if not geneset_board.empty:
-        boards.append((GENESETS, list(geneset_board.run)))
+    if not geneset_board.empty:  # ranked within the runs on the same sets: the best's
+        best = geneset_board.compared_on.iloc[0]
+        ranked = list(geneset_board[geneset_board.compared_on == best].run)
+        others = [r for r in geneset_board.run if r not in ranked]
+        # (no other run on its sets: the best against the next of any, said apart)
+        boards.append((GENESETS, ranked if len(ranked) > 1 else ranked + others[:1]))
     rows = []
+    encoder = encoders_of(geneset_board) if not geneset_board.empty else None
     for benchmark, ranked in boards:
         tasks = list(dict.fromkeys(t.task for t in plan.tasks if t.benchmark == benchmark))
         for comparison, a, b in _pairs(plan, ranked, benchmark):
             paired = paired_by_task(index, a, b, tasks, metric_of(benchmark))
-            if not paired:
+            if not paired:  # said, not left out: the reader asks why
+                rows.append(
+                    {"benchmark": benchmark, "comparison": comparison, "run_a": a, "run_b": b,
+                     "n": 0, "tasks": 0, "note": _apart(plan, a, b, benchmark),
+                     "scored_by": encoder if benchmark == GENESETS else None}
+                )  # fmt: skip
                 continue
-            diffs = {t: [a_[q] - b_[q] for q in sh] for t, (a_, b_, sh) in paired.items()}
-            interval = bootstrap_macro(diffs)  # the macro difference and its interval
+            interval = macro_difference_interval(paired)
             test = macro_paired_test(paired)
             macro_a = sum(sum(a_[q] for q in sh) / len(sh) for a_, _, sh in paired.values())
             macro_b = sum(sum(b_[q] for q in sh) / len(sh) for _, b_, sh in paired.values())
@@ -94,28 +126,38 @@ def headline_table(
                     "p_value": round(test.p_value, 4),
                     "n": test.n,
                     "tasks": len(paired),
+                    "note": None,
+                    "scored_by": encoder if benchmark == GENESETS else None,
                 }
             )
     return pd.DataFrame(rows, columns=HEADLINE_COLUMNS)
 
 
 def headline_sentence(row: dict, fmt) -> str:
-    """One pair in words: who is ahead, by how much, and whether the interval says so."""
-    d, low, high = row["difference"], row["ci_low"], row["ci_high"]
-    if low > 0:
+    """One pair in words: who is ahead and by how much, as the test decides (p <= 0.05),
+    with the interval of differences it does not reject."""
+    if _said(row.get("note")):
+        return f"{row['run_a']} and {row['run_b']}: {row['note']} ({row['comparison']})"
+    d, low, high, p = row["difference"], row["ci_low"], row["ci_high"], row["p_value"]
+    if p <= ALPHA and d > 0:
         verdict = f"{row['run_a']} is ahead of {row['run_b']} by {fmt(d)} [{fmt(low)}, {fmt(high)}]"
-    elif high < 0:
+    elif p <= ALPHA and d < 0:
         verdict = (
             f"{row['run_b']} is ahead of {row['run_a']} by {fmt(-d)} [{fmt(-high)}, {fmt(-low)}]"
         )
     else:
         verdict = (
             f"{row['run_a']} and {row['run_b']} differ by {fmt(d)} [{fmt(low)}, {fmt(high)}], "
-            "an interval that includes no difference"
+            "which the test does not tell from no difference"
         )
     n, tasks = int(row["n"]), int(row["tasks"])
+    scored = f"; embedding similarity by {row['scored_by']}" if _said(row.get("scored_by")) else ""
     return (
-        f"{verdict} ({row['comparison']}; macro {fmt(row['macro_a'])} vs "
+        f"{verdict} ({row['comparison']}; p = {fmt(p)}; macro {fmt(row['macro_a'])} vs "
         f"{fmt(row['macro_b'])} on the {n} question{'s' * (n != 1)} of {tasks} "
-        f"task{'s' * (tasks != 1)} both answered; p = {fmt(row['p_value'])})"
+        f"task{'s' * (tasks != 1)} both answered{scored})"
     )
+
+
+def _said(value) -> bool:
+    return isinstance(value, str) and bool(value)

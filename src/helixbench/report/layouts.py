@@ -12,7 +12,7 @@ from ..scoring import scorers_for
 from .paper import TABLE2_MODULES, TABLE3, published
 from .records import primary_metric
 from .scores import ROUND, _recording
-from .text import as_published, fmt
+from .text import as_published, fmt, fmt_interval
 
 FULL = PRESETS["genegpt-full"]  # the prompt Figure 2's changes are measured against
 
@@ -33,6 +33,8 @@ def table2(
         return fmt(hit.score)
 
     runs = list(dict.fromkeys(t.label for t in plan.tasks if t.benchmark == "geneturing"))
+    if not runs:  # no GeneTuring run: no table (the report leaves the section out)
+        return pd.DataFrame()
     # Any task of a run tells its recording and mask.
     by_run = {t.label: t for t in plan.tasks if t.benchmark == "geneturing"}
     sel = scores[(scores.benchmark == "geneturing") & (scores.metric == metric)]
@@ -74,6 +76,8 @@ def genehop_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     """GeneHop in the layout of the paper's Table 3, one row per task and metric: the
     two tasks the paper judged by hand are scored by their configured scorers."""
     runs = list(dict.fromkeys(t.label for t in plan.tasks if t.benchmark == "genehop"))
+    if not runs:  # the paper's figures alone are no section
+        return pd.DataFrame()
     sel = scores[(scores.benchmark == "genehop") & (scores.task != "macro")]
     lookup = {(run_label(r.model, r.method), r.task, r.metric): r for r in sel.itertuples()}
     rows = []
@@ -83,7 +87,7 @@ def genehop_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
             for run in runs:
                 hit = lookup.get((run, task, metric))
                 row[run] = fmt(hit.score) if hit else "n/a"
-                row[f"{run} 95% CI"] = f"{fmt(hit.ci_low)}-{fmt(hit.ci_high)}" if hit else ""
+                row[f"{run} 95% CI"] = fmt_interval(hit.ci_low, hit.ci_high) if hit else ""
             paper = TABLE3[task][1]
             row["paper (GeneGPT, Table 3)"] = as_published(paper) + (
                 "" if task == "Disease gene location" else " (judged by hand)"

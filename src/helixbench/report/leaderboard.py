@@ -106,6 +106,7 @@ def ranked(table: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
 
 
 GENESET_BOARD_COLUMNS = [
+    "rank",  # among the runs on the same gene sets (``compared_on``)
     "run",
     "model",
     "method",
@@ -117,16 +118,29 @@ GENESET_BOARD_COLUMNS = [
     "rougeL_ci_high",
     "datasets",
     "sets",
+    "compared_on",  # the gene sets a run is ranked on: runs on others are not ranked with it
+    "scored_by",  # the encoder of the embedding similarity (a stand-in says so)
 ]
 
 
-def geneset_leaderboard(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per gene-set run, best first: the mean over its datasets of embedding
-    similarity to the curated name (the primary metric, as GeneAgent ranks) and of
-    ROUGE-L, each with its 95% bootstrap interval (sets resampled within each dataset)."""
+def encoders_of(board: pd.DataFrame) -> str:
+    """The encoders a gene-set board's embedding similarity comes from, in words."""
+    found = [e for e in dict.fromkeys(board.scored_by.dropna()) if e]
+    return "; ".join(found) if found else "the configured encoder"
+
+
+def geneset_leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """One row per gene-set run: the mean over its datasets of embedding similarity to
+    the curated name (the primary metric, as GeneAgent ranks) and of ROUGE-L, each with
+    its 95% bootstrap interval (sets resampled within each dataset). Runs are ranked
+    only against runs on the same datasets (``compared_on``); each group of those
+    follows the one whose best run scores higher. ``scored_by``: the encoder, from the
+    per-question scores (``scores``)."""
     rows = []
     of_sets = summary[summary.benchmark == GENESETS]
     by_run = {key: rows for key, rows in of_sets.groupby(["model", "method"], sort=False)}
+    encoders = scores[(scores.benchmark == GENESETS) & (scores.metric == "embedding")]
+    encoders = encoders.dropna(subset=["scored_by"]).groupby("run").scored_by.first()
     for run in plan.runs:
         tasks = [t for t in run.tasks if t.benchmark == GENESETS]
         if not tasks:
@@ -140,6 +154,13 @@ def geneset_leaderboard(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
             row[f"{metric}_ci_high"] = float(hit.ci_high.iloc[0]) if not hit.empty else None
         per_set = sel[(sel.task != "macro") & (sel.metric == "embedding")]
         row["datasets"], row["sets"] = len(tasks), int(per_set.n.sum())
+        row["compared_on"] = f"{', '.join(t.task for t in tasks)} ({row['sets']} sets)"
+        row["scored_by"] = encoders.get(run.label)
         rows.append(row)
     table = pd.DataFrame(rows, columns=GENESET_BOARD_COLUMNS)
-    return table.sort_values(["embedding", "rougeL"], ascending=False, na_position="last")
+    table = table.sort_values(["embedding", "rougeL"], ascending=False, na_position="last")
+    groups = list(dict.fromkeys(table.compared_on))  # in the order of each group's best
+    table["group"] = table.compared_on.map(groups.index)
+    table = table.sort_values("group", kind="stable").drop(columns="group")
+    table["rank"] = table.groupby("compared_on", sort=False).cumcount() + 1
+    return table

@@ -6,7 +6,9 @@ import pandas as pd
 
 from .geneagent_paper import paper_layout
 from .genesets import _genesets_markdown
-from .headline import headline_sentence
+from .headline import HEADLINE_METHOD, headline_sentence
+from .leaderboard import encoders_of
+from .provenance import built_from
 from .text import fmt, md_escape, md_table
 
 # An imported source's fields that the config supplies (escaped: text, not markup).
@@ -80,8 +82,15 @@ def _loop_text(tasks: pd.DataFrame) -> str:
 def _geneset_board_text(board: pd.DataFrame) -> str:
     if board.empty:
         return "No gene-set run in this config."
+    said = f"Embedding similarity by {encoders_of(board)}."
+    if board.compared_on.nunique() > 1:
+        said += (
+            " Runs on different gene sets are not ranked against each other: each is ranked"
+            " among the runs on the same sets (`compared on`)."
+        )
     shown = pd.DataFrame(
         {
+            "#": board["rank"],
             "run": board.run,
             **{
                 column: [
@@ -92,11 +101,10 @@ def _geneset_board_text(board: pd.DataFrame) -> str:
                 ]
                 for m, column in (("embedding", "embedding similarity"), ("rougeL", "ROUGE-L"))
             },
-            "datasets": board.datasets,
-            "sets": board.sets,
+            "compared on": board.compared_on,
         }
     )
-    return md_table(shown)
+    return said + "\n\n" + md_table(shown)
 
 
 def _protocols_text(protocols: pd.DataFrame) -> str:
@@ -173,9 +181,10 @@ def _headline_text(headline: pd.DataFrame) -> str | None:
         lines += [f"- {headline_sentence(r, fmt)}" for r in rows.to_dict("records")]
     return (
         "Per benchmark, the pairs a reader compares first: the best run against the next, "
-        "and each model against its own no-tools baseline. The difference of macro scores "
-        "(a - b) on the questions both answered, with its 95% bootstrap interval and the "
-        "p-value of a sign-flip permutation test (`headline.csv`).\n\n" + "\n".join(lines)
+        "and each model against its own no-tools baseline. "
+        + HEADLINE_METHOD
+        + " (`headline.csv`).\n\n"
+        + "\n".join(lines)
     )
 
 
@@ -275,6 +284,8 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
         (None, _agents_markdown(tables["agents"]) or None),
     ]
     head = f"""# helixbench report
+
+{built_from(prov)}
 
 Produced by helixbench {prov["helixbench"]["version"]} (commit {prov["helixbench"]["commit"]}),
 config sha256 `{prov["config_sha256"][:16]}`, Python {prov["python"]}. Full provenance
@@ -416,8 +427,10 @@ def _agents_markdown(agents: pd.DataFrame) -> str:
         "ended, their sandbox (`isolated`: namespaces of their own; `cooperative`: none, "
         "its runs marked `[unsandboxed]` wherever their scores appear), their calls "
         "(`tool_calls`: served by the tool gateway; `model_hits`, `tool_hits`: answered "
-        "from the response and tool caches; `refused`: requests off the allowlist, "
-        "connections and datagrams to anywhere else, calls past a cap; `unresolved`: "
+        "from the response and tool caches; `prompts_shared`: model calls whose prompt "
+        "another run of the same model sent on the same question; `refused`: requests "
+        "off the allowlist, connections and datagrams to anywhere else, calls past a cap; "
+        "`unresolved`: "
         "lookups of names that are not allowlisted hosts; `syscalls`: system calls the "
         "sandbox's seccomp filter refused), for a seed "
         "system run unchanged (`original`) the fixed sleeps its code asked and those "

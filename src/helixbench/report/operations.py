@@ -173,7 +173,10 @@ AGENT_COLUMNS = [
     "agent_no_answer",
     "agent_limit",  # stopped by a cap of the method's limits (which ones: `limits_reached`)
     "model_calls",
-    "model_hits",  # answered from the response cache (the GeneGPT cross-check: all)
+    "model_hits",  # answered from the response cache (depends on which run went first)
+    # Calls whose prompt (its digest) another run of the same model sent on the same
+    # question: the seed systems' cross-check, whatever the jobs' order.
+    "prompts_shared",
     "sandbox",  # isolated (its own namespaces) or cooperative (marked unsandboxed)
     "tool_calls",  # served through the tool gateway (the routed ones)
     "tool_hits",
@@ -249,6 +252,41 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
         row["limits_reached"] = "; ".join(f"{k} {v}" for k, v in row["limits_reached"].items())
         row["limits"] = row["limits"] or ""
     return pd.DataFrame(list(rows.values()), columns=AGENT_COLUMNS)
+
+
+def prompt_digests(records: dict[RunTask, list[dict]]) -> dict[str, list[str]]:
+    """Per question, the digests of the prompts the run's model calls sent (a run's
+    summary keeps them, so the report can pair two runs' calls)."""
+    sent: dict[str, list[str]] = {}
+    for task_records in records.values():
+        for record in task_records:
+            digests = [
+                e["data"]["prompt_sha256"]
+                for e in record["events"]
+                if e["type"] == "model" and e["data"].get("prompt_sha256")
+            ]
+            if digests:
+                sent.setdefault(record["question_id"], []).extend(digests)
+    return sent
+
+
+def with_shared_prompts(agents: pd.DataFrame, summaries: dict[str, dict]) -> pd.DataFrame:
+    """``prompts_shared`` of each agent run: its model calls whose prompt another run of
+    the same model sent on the same question (the seed systems' cross-check, which
+    unlike cache hits does not depend on which job ran first)."""
+    if agents.empty:
+        return agents
+    shared = []
+    for row in agents.itertuples():
+        runs = [s for s in summaries.values() if s["model"] == row.model]
+        mine = next((s.get("prompts", {}) for s in runs if s["method"] == row.method), {})
+        others = [s.get("prompts", {}) for s in runs if s["method"] != row.method]
+        count = 0
+        for question, digests in mine.items():
+            theirs = {d for other in others for d in other.get(question, ())}
+            count += sum(d in theirs for d in digests)
+        shared.append(count)
+    return agents.assign(prompts_shared=shared)
 
 
 # How a cap reads in agents.csv and the report: its value, its unit.

@@ -8,7 +8,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, paths
 from ..config.plan import Plan, RunTask
 from ..digests import sha256_file
 from ..paths import upstream_path
@@ -38,8 +38,15 @@ PACKAGES = (
 )
 
 
-def provenance(plan: Plan, facts: dict[RunTask, dict], config: dict, config_digest: str) -> dict:
-    """``facts``: each task's facts of its records (run_summary.task_facts)."""
+def provenance(
+    plan: Plan,
+    facts: dict[RunTask, dict],
+    config: dict,
+    config_digest: str,
+    sources: list[str] | None = None,
+) -> dict:
+    """``facts``: each task's facts of its records (run_summary.task_facts);
+    ``sources``: the config files merged (and ``--config`` overrides), in order."""
 
     def version(name):
         try:
@@ -65,6 +72,9 @@ def provenance(plan: Plan, facts: dict[RunTask, dict], config: dict, config_dige
     return {
         "helixbench": {"version": __version__, "commit": _git_commit()},
         "config_sha256": config_digest,
+        "config_files": list(sources or []),
+        "runs": [run.label for run in plan.runs],
+        "other_runs": other_runs(plan),
         "config": config,
         "snapshots": snapshots,
         "upstream": upstream,
@@ -75,6 +85,33 @@ def provenance(plan: Plan, facts: dict[RunTask, dict], config: dict, config_dige
         "python": platform.python_version(),
         "packages": {p: version(p) for p in PACKAGES},
     }
+
+
+def built_from(prov: dict) -> str:
+    """What the report shows, in a sentence: the config it was built from, its runs,
+    and the runs of other configs it leaves out."""
+    files = " + ".join(prov.get("config_files") or []) or "a config"
+    runs = len(prov.get("runs", []))
+    text = f"Built from {files}: its {runs} run{'s' * (runs != 1)} and no others."
+    others = len(prov.get("other_runs", []))
+    if others:
+        text += (
+            f" {others} run{'s' * (others != 1)} of other configs stay in results/ "
+            "(not shown; listed in provenance.json)."
+        )
+    return text
+
+
+def other_runs(plan: Plan) -> list[str]:
+    """The runs under ``results/summaries`` that this report leaves out (other configs'
+    runs: kept, never deleted)."""
+    ours = {(run.model, run.method) for run in plan.runs}
+    others = []
+    for summary in sorted(Path(paths.SUMMARIES_DIR).glob("*/*/summary.json")):
+        model, method = summary.parent.parent.name, summary.parent.name
+        if (model, method) not in ours:
+            others.append(f"{model} / {method}")
+    return others
 
 
 def _git_commit() -> str | None:

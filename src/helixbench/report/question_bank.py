@@ -301,12 +301,15 @@ def gold_differences(questions: list) -> list[dict]:
     return rows
 
 
-def overlap_summary(questions: list) -> list[str]:
-    """One line per newer benchmark: its questions, how many repeat an older item
-    (by rule) and how many are new, and the differing golds."""
+def overlap_summary(questions: list, benchmarks: set[str] | None = None) -> list[str]:
+    """One line per newer benchmark (of ``benchmarks``, where given): its questions,
+    how many repeat an older item (by rule) and how many are new, and the differing
+    golds."""
     differing = Counter(row["benchmark"] for row in gold_differences(questions))
     lines = []
     for benchmark in NEWER:
+        if benchmarks is not None and benchmark not in benchmarks:
+            continue
         of_benchmark = [q for q in questions if q.benchmark == benchmark]
         kinds = Counter(q.overlap for q in of_benchmark if q.overlap)
         shared = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))

@@ -7,7 +7,7 @@ import pandas as pd
 from ..config.plan import Plan, run_label
 from ..datasets.jsonfiles import read_jsonl
 from ..scoring import scorers_for
-from ..stats import PairedTest, paired_test
+from ..stats import Interval, PairedTest, paired_interval, paired_test
 
 
 def load_scores(plan: Plan) -> pd.DataFrame:
@@ -100,13 +100,26 @@ def paired_by_task(
     return paired
 
 
-def macro_paired_test(paired: dict) -> PairedTest:
-    """The sign-flip test of two runs' macro scores over the questions both answered
-    (``paired`` from :func:`paired_by_task`): each question weighted 1 / (tasks x its
-    task's shared questions), so that each task counts once."""
+def _macro_weighted(paired: dict) -> tuple[dict, dict, dict]:
+    """Each question's scores and weight 1 / (tasks x its task's shared questions), so
+    that each task counts once."""
     score_a, score_b, weights = {}, {}, {}
     for of_a, of_b, shared in paired.values():
         for q in shared:
             score_a[q], score_b[q] = of_a[q], of_b[q]
             weights[q] = 1 / (len(paired) * len(shared))
+    return score_a, score_b, weights
+
+
+def macro_paired_test(paired: dict) -> PairedTest:
+    """The sign-flip test of two runs' macro scores over the questions both answered
+    (``paired`` from :func:`paired_by_task`)."""
+    score_a, score_b, weights = _macro_weighted(paired)
     return paired_test(score_a, score_b, weights=weights)
+
+
+def macro_difference_interval(paired: dict) -> Interval:
+    """The macro difference with the interval of differences the same test does not
+    reject at 5% (it leaves out 0 exactly when the test's p <= 0.05)."""
+    score_a, score_b, weights = _macro_weighted(paired)
+    return paired_interval(score_a, score_b, weights=weights)

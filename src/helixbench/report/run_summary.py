@@ -31,7 +31,7 @@ from ..datasets.questions import read_questions
 from ..run.health import run_warnings
 from ..transcripts import read_records
 from .errors import error_types
-from .operations import agent_table, cost_table, error_table, replay_table
+from .operations import agent_table, cost_table, error_table, prompt_digests, replay_table
 from .question_bank import bank_leaderboard, bank_table
 from .question_scores import COLUMNS, write_parquet
 from .records import score_index, scores_frame
@@ -173,6 +173,7 @@ def summarize_run(
         "cost": _rows(cost_table(plan, records, {})),
         "fresh_tokens": fresh_tokens(records),
         "agents": _rows(agent_table(plan, records)),
+        "prompts": prompt_digests(records),
         "taxonomy": _rows(taxonomy),
         "question_bank": _rows(bank_table(plan, scores)),
         "question_bank_leaderboard": _rows(bank_leaderboard(plan, scores, questions)),

@@ -4,9 +4,11 @@ leaderboard, read from the report's own CSV files (so it says what the files say
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from .headline import headline_sentence
+from .provenance import built_from
 from .text import fmt
 
 TOP = 3  # runs shown per leaderboard
@@ -26,8 +28,11 @@ def _number(text: str):
 def console_summary(report_dir: Path) -> str:
     """The report's paths, the headline differences and the top runs of each board."""
     report_dir = Path(report_dir)
-    lines = [
-        f"helixbench: the report is in {report_dir}/",
+    lines = [f"helixbench: the report is in {report_dir}/"]
+    provenance = report_dir / "provenance.json"
+    if provenance.is_file():
+        lines.append("  " + built_from(json.loads(provenance.read_text(encoding="utf-8"))))
+    lines += [
         f"  {report_dir / 'index.html'}  (open in a browser; no server needed)",
         f"  {report_dir / 'report.md'}  (the same tables as text)",
     ]
@@ -51,12 +56,19 @@ def console_summary(report_dir: Path) -> str:
             )
     sets = _rows(report_dir / "genesets_leaderboard.csv")
     if sets:
-        lines.append("Leaderboard, gene sets (embedding similarity; 95% interval):")
-        for rank, r in enumerate(sets[:TOP], 1):
-            lines.append(
-                f"  {rank}. {r['run']}  {fmt(_number(r['embedding']))} "
-                f"[{fmt(_number(r['embedding_ci_low']))}, {fmt(_number(r['embedding_ci_high']))}]"
-            )
+        encoders = "; ".join(dict.fromkeys(r["scored_by"] for r in sets if r["scored_by"]))
+        lines.append(
+            f"Leaderboard, gene sets (embedding similarity by {encoders or 'its encoder'}; "
+            "95% interval; ranked only among runs on the same sets):"
+        )
+        for group in dict.fromkeys(r["compared_on"] for r in sets):
+            lines.append(f"  on {group}:")
+            for r in [r for r in sets if r["compared_on"] == group][:TOP]:
+                lines.append(
+                    f"    {r['rank']}. {r['run']}  {fmt(_number(r['embedding']))} "
+                    f"[{fmt(_number(r['embedding_ci_low']))}, "
+                    f"{fmt(_number(r['embedding_ci_high']))}]"
+                )
     bank = _rows(report_dir / "question_bank_leaderboard.csv")
     for benchmark in dict.fromkeys(r["benchmark"] for r in bank):
         lines.append(f"Leaderboard, {benchmark} (macro of each task's primary score):")

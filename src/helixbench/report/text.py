@@ -27,6 +27,12 @@ def fmt(value) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:#.3g}"
 
 
+def fmt_interval(low, high) -> str:
+    """An interval as every table prints it: ``0.803 – 0.854`` (a dash with spaces:
+    ``0-0.335`` reads as a negative number)."""
+    return f"{fmt(low)} – {fmt(high)}"
+
+
 def as_published(value) -> str:
     """A paper's own figure with the 2 decimals it was published with (never padded to
     a precision the paper did not state)."""

@@ -28,10 +28,10 @@ from ..transcripts import complete_lines, first_of_each_question
 # question of a slow model (seconds or minutes each) gets its line.
 INTERVAL_S = float(os.environ.get("HELIXBENCH_PROGRESS_INTERVAL", "10"))
 SIDECAR_SUFFIX = ".progress.json"
-BAR_FORMAT = (  # tqdm puts ", " before the postfix itself
-    "{desc}: {n_fmt}/{total_fmt} questions ({percentage:.0f}%){postfix}"
-    " | elapsed {elapsed}, ETA {remaining}, {rate_fmt}"
-)
+# tqdm puts ", " before the postfix itself. The pace and the ETA are helixbench's
+# (ShardProgress.pace), not tqdm's: from the questions after this job's first, since
+# the first also pays for loading the model and encoding the prompt's header.
+BAR_FORMAT = "{desc}: {n_fmt}/{total_fmt} questions ({percentage:.0f}%){postfix}"
 
 
 def sidecar_path(shard_output: Path) -> Path:
@@ -119,6 +119,10 @@ class ShardProgress:
         for record in records:  # resumed: what earlier attempts did counts too
             self.counts.add(record)
         self.failed = 0  # questions the model server failed on (not recorded)
+        self.total = total
+        self.started = time.monotonic()
+        self.answered = 0  # questions this job answered
+        self.first_at = None  # when this job's first question was done
         self.sidecar = sidecar_path(output)
         self.state = {
             "label": label,
@@ -152,9 +156,28 @@ class ShardProgress:
         text = f"model calls {c.model_calls}, tool calls {c.tool_calls}, errors {c.errors}"
         if self.failed:
             text += f", {self.failed} failed on the model server (not recorded)"
-        return text
+        return f"{text} | {self.pace()}"
+
+    def pace(self, now: float | None = None) -> str:
+        """Elapsed time, ETA and rate: ``elapsed 01:17, ETA 00:17, 8.8 s/question``
+        (``ETA ?`` until the rate is known: a second question done)."""
+        now = time.monotonic() if now is None else now
+        text = f"elapsed {_clock(now - self.started)}"
+        left = self.total - self.counts.done
+        if left <= 0:  # done: the rate over the whole job
+            spent = now - self.started
+            return f"{text}, ETA 00:00" + (
+                f", {_rate(self.answered / spent)}" if self.answered and spent > 0 else ""
+            )
+        if self.first_at is None or self.answered < 2 or now <= self.first_at:
+            return f"{text}, ETA ?"
+        rate = (self.answered - 1) / (now - self.first_at)  # questions a second
+        return f"{text}, ETA {_clock(left / rate)}, {_rate(rate)}"
 
     def question_done(self, record: dict) -> None:
+        self.answered += 1
+        if self.first_at is None:
+            self.first_at = time.monotonic()
         self.counts.add(record)
         self.bar.set_postfix_str(self._postfix(), refresh=False)
         self.bar.update(1)
@@ -176,6 +199,24 @@ class ShardProgress:
         tmp = self.sidecar.with_name(f"{self.sidecar.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(state) + "\n")
         tmp.replace(self.sidecar)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return (
+        f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+        if hours
+        else f"{rest // 60:02d}:{rest % 60:02d}"
+    )
+
+
+def _rate(per_second: float) -> str:
+    if per_second >= 10:
+        return f"{per_second:,.0f} questions/s"
+    if per_second >= 1:
+        return f"{per_second:.1f} questions/s"
+    return f"{1 / per_second:.1f} s/question"
 
 
 # --- helixbench status -------------------------------------------------------------

@@ -134,6 +134,7 @@ def run_shard(
         shared_model = create_model(
             {**spec["model_spec"], **serving},
             cache=model_cache,
+            name=spec["model"],
             prefix_cache=caches / "prefixes" if caches else None,
             lock_dir=caches / "locks" if caches else None,
             model_dir=model_dir,

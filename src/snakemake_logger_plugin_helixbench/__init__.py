@@ -1,0 +1,185 @@
+"""What ``snakemake`` prints while helixbench's jobs run: a Snakemake logger plugin
+(``snakemake_logger_plugin_helixbench``, named by the default profile's ``logger``).
+
+Snakemake's own console prints every job's inputs, outputs and reason: the main job's
+99 jobs made 1,400 lines, one of them 9,000 characters. Its ``--quiet`` settings
+either keep that or drop progress altogether, so helixbench prints its own: one line
+for the job counts, a line as each stage (rule) finishes its jobs, at most one
+progress line every 30 seconds, every warning and error in full (a failed job with
+its log, as Snakemake shows it), and the ending. A run shard's own progress lines
+reach the console from its job. Everything Snakemake would have printed is still in
+its log (``.snakemake/log/``); a dry run (``-n``), ``--verbose``, ``--printshellcmds``
+or ``HELIXBENCH_CONSOLE=full`` prints it all as Snakemake does.
+
+A package of its own, not a module of helixbench: Snakemake imports every logger plugin
+it finds as it starts, before the workflow puts its checkout's code on the path, and an
+import of helixbench here would pin the installed copy for the whole run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import time
+
+from snakemake_interface_logger_plugins.base import LogHandlerBase
+from snakemake_interface_logger_plugins.common import LogEvent
+
+# Seconds between two overall progress lines (a stage finishing prints anyway).
+PROGRESS_INTERVAL_S = float(os.environ.get("HELIXBENCH_CONSOLE_INTERVAL", "30"))
+# Snakemake's info lines that tell a user nothing the summary lines do not.
+ROUTINE = re.compile(
+    r"^(Building DAG of jobs|Using shell:|Provided (cores|resources)|Rules claiming more "
+    r"threads|Select jobs to execute|Execute \d+ jobs|Assuming unrestricted shared "
+    r"filesystem|Conda environments: ignored|Singularity containers: ignored|"
+    r"Using workflow specific profile|Job stats:)"
+)
+STAGES = {  # a rule's jobs, all done, as the console says it
+    "fetch_upstream": "upstream files fetched",
+    "fetch_benchmarks": "benchmark files fetched",
+    "questions": "question bank written",
+    "recorded_snapshot": "demonstration snapshots read",
+    "live_snapshot": "live snapshots taken",
+    "seed_tool_cache": "tool caches seeded",
+    "prepare_local_model": "local models prepared",
+    "original_env": "environments built",
+    "prepare_original": "seed systems prepared",
+    "peer_templates": "peer prompts read",
+    "build_index": "corpus indexes built",
+    "run_shard": "run shards done",
+    "score_run": "runs scored",
+    "summarize_run": "runs summarized",
+    "export_run": "runs exported",
+}
+MAX_LINE = 240
+
+
+class LogHandler(LogHandlerBase):
+    """The console as helixbench prints it (module docstring)."""
+
+    def __post_init__(self) -> None:
+        settings = self.common_settings
+        self.full = bool(
+            settings.dryrun
+            or settings.verbose
+            or settings.printshellcmds
+            or getattr(settings, "debug_dag", False)
+            or os.environ.get("HELIXBENCH_CONSOLE") == "full"
+        )
+        self.stream = sys.stdout if getattr(settings, "stdout", False) else sys.stderr
+        from snakemake.logging import DefaultFilter, DefaultFormatter
+
+        quiet = settings.quiet or set()
+        self.formatter_ = DefaultFormatter(quiet, settings.show_failed_logs)
+        self.filter_ = DefaultFilter(
+            quiet, settings.debug_dag, settings.verbose, settings.dryrun, settings.printshellcmds
+        )
+        self.totals: dict[str, int] = {}
+        self.done: dict[str, int] = {}
+        self.rule_of: dict[int, str] = {}
+        self.printed_at = time.monotonic()
+
+    @property
+    def writes_to_stream(self) -> bool:
+        return True
+
+    @property
+    def writes_to_file(self) -> bool:
+        return False
+
+    @property
+    def has_filter(self) -> bool:
+        return True
+
+    @property
+    def has_formatter(self) -> bool:
+        return True
+
+    @property
+    def needs_rulegraph(self) -> bool:
+        return False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self.full:
+                if self.filter_.filter(record):
+                    self._write(self.formatter_.format(record))
+                return
+            for line in self.lines(record):
+                self._write(line)
+        except Exception:  # a console line is never worth a failed workflow
+            self.handleError(record)
+
+    def lines(self, record: logging.LogRecord) -> list[str]:
+        """What ``record`` shows on the console (often nothing)."""
+        event = getattr(record, "event", None)
+        if event in (LogEvent.JOB_ERROR, LogEvent.GROUP_ERROR, LogEvent.ERROR):
+            return [self.formatter_.format(record)]
+        if record.levelno >= logging.WARNING:
+            return [self.formatter_.format(record) if event else record.getMessage()]
+        if event == LogEvent.WORKFLOW_STARTED:
+            files = ", ".join(str(f) for f in getattr(record, "configfiles", None) or [])
+            return [f"helixbench: Snakemake {record.snakemake_version}; config {files}"]
+        if event == LogEvent.RUN_INFO:
+            return self._counts(dict(record.stats))
+        if event == LogEvent.JOB_INFO:
+            self.rule_of[record.jobid] = record.rule_name
+            return []
+        if event == LogEvent.JOB_FINISHED:
+            return self._finished(record.job_id)
+        if event == LogEvent.PROGRESS:
+            return self._progress(record.done, record.total)
+        if event is not None:
+            return []
+        message = record.getMessage() if record.msg is not None else ""
+        if not message.strip() or ROUTINE.match(message.strip()):
+            return []
+        return [message]
+
+    def _counts(self, stats: dict) -> list[str]:
+        stats.pop("total", None)
+        stats.pop("all", None)  # (the target, not work)
+        total = sum(stats.values())
+        self.totals = {rule: count for rule, count in stats.items()}
+        parts = ", ".join(f"{rule} {count}" for rule, count in stats.items())
+        return [_cut(f"{total} jobs to run ({parts})")]
+
+    def _finished(self, job_id: int) -> list[str]:
+        rule = self.rule_of.pop(job_id, None)
+        if rule is None or rule not in self.totals:
+            return []
+        self.done[rule] = self.done.get(rule, 0) + 1
+        if self.done[rule] != self.totals[rule]:
+            return []
+        self.printed_at = time.monotonic()
+        if rule == "report":  # (the ending says where it is)
+            return [f"{_clock()} report written"]
+        return [f"{_clock()} {STAGES.get(rule, f'{rule} jobs done')}: {self.totals[rule]}"]
+
+    def _progress(self, done: int, total: int) -> list[str]:
+        now = time.monotonic()
+        if now - self.printed_at < PROGRESS_INTERVAL_S or done >= total:
+            return []
+        self.printed_at = now
+        running = [
+            f"{rule} {self.done.get(rule, 0)}/{count}"
+            for rule, count in self.totals.items()
+            if 0 < self.done.get(rule, 0) < count
+        ]
+        detail = f" ({', '.join(running)})" if running else ""
+        return [_cut(f"{_clock()} {done} of {total} jobs done{detail}")]
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.stream.write(text.rstrip("\n") + "\n")  # one write: never split by a job's line
+            self.stream.flush()
+
+
+def _clock() -> str:
+    return time.strftime("[%H:%M:%S]")
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
