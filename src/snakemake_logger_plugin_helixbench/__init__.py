@@ -169,7 +169,9 @@ class LogHandler(LogHandlerBase):
             if 0 < self.done.get(rule, 0) < count
         ]
         detail = f" ({', '.join(running)})" if running else ""
-        return [_cut(f"{_clock()} {done} of {total} jobs done{detail}")]
+        # The counts line leaves out the target rule (`all`): so does this one.
+        work = sum(self.totals.values()) or total
+        return [_cut(f"{_clock()} {min(done, work)} of {work} jobs done{detail}")]
 
     def _write(self, text: str) -> None:
         if text:

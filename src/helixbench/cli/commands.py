@@ -69,11 +69,14 @@ def compare(args) -> None:
         table = question_score_table(plan, load_scores(plan), "")
     rows = compare_two(table, args.a, args.b)
     print("benchmark\ttask\tmetric\tn\ta\tb\ta-b\t95% interval\tp")
+    def signed(x: float) -> str:  # (no "-0.0000" for a bound a hair below zero)
+        return f"{round(x, 4) + 0.0:+.4f}"
+
     for r in rows:
         print(
             f"{r['benchmark']}\t{r['task']}\t{r['metric']}\t{r['n']}\t{r['score_a']:.4f}"
-            f"\t{r['score_b']:.4f}\t{r['difference']:+.4f}"
-            f"\t[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]\t{r['p_value']:.4f}"
+            f"\t{r['score_b']:.4f}\t{signed(r['difference'])}"
+            f"\t[{signed(r['ci_low'])}, {signed(r['ci_high'])}]\t{r['p_value']:.4f}"
         )
     print(
         "(a macro row is the report's headline for the pair: the difference of macro "

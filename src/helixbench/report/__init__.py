@@ -158,6 +158,12 @@ def write_report(
     t2_nodemo = table2(plan, summary, "genegpt_excl_demos")
     t2_intervals = table2(plan, summary, intervals=True)
     formula = pair_formula(plan, pairs)
+    # The errors table only where a run ended a question in an error or used a tool
+    # (errors.csv always has it): rows of zeros are a section with nothing to show.
+    counted = errors.drop(columns=["questions"], errors="ignore").select_dtypes("number")
+    replay_calls = int(replay.calls.sum()) if not replay.empty else 0
+    if not counted.empty and not counted.to_numpy().any() and not replay_calls:
+        errors = errors.iloc[:0]
     tables = {
         "headline": headline,
         "t2": t2_intervals,
@@ -183,7 +189,6 @@ def write_report(
     }
     notes = plan.notes + [w for s in summaries.values() for w in s["warnings"]]
     (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
-    replay_calls = int(replay.calls.sum()) if not replay.empty else 0
     runs = [
         {
             "label": run.label,
@@ -240,7 +245,7 @@ def write_report(
                 "taxonomy": html_table(taxonomy, "taxonomy.csv"),
                 "table4": html_table(pd.DataFrame(table4["rows"])) if table4 else None,
                 "cost": html_table(costs, "cost.csv"),
-                "errors": html_table(errors, "errors.csv"),
+                "errors": html_table(errors, "errors.csv") if not errors.empty else None,
             },
             "bank": [
                 {
