@@ -128,3 +128,50 @@ def test_an_unknown_name_says_what_it_may_have_meant_and_what_exists(run, messag
         build_plan(config, None)
     assert message in str(caught.value)
     assert "genegpt-slim" in str(caught.value) or run["model"] == "servr" or "tasks" in run
+
+
+def test_plan_check_names_each_runs_missing_key_silent_server_and_missing_file(
+    tmp_path, monkeypatch, capsys
+):
+    """`helixbench plan --check`: a key that is unset, a server that does not answer
+    (a loopback port nobody listens on) and a mirror that lacks a file, each named per
+    run with exit 1; a server that answers passes."""
+    import socket
+
+    import yaml
+
+    from helixbench.cli import main
+    from helixbench.loopback.openai import OpenAIServer
+
+    with socket.socket() as probe:  # a free port, then closed: nobody listens there
+        probe.bind(("127.0.0.1", 0))
+        silent = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    monkeypatch.delenv("HELIXBENCH_TEST_PLAN_KEY", raising=False)
+    monkeypatch.setenv("HELIXBENCH_MIRROR", str(tmp_path / "empty-mirror"))
+    (tmp_path / "empty-mirror").mkdir()
+    with OpenAIServer() as server:
+        served = {"backend": "openai", "api": "chat", "model": "m"}
+        config = {
+            "benchmarks": ["geneturing"],
+            "models": {
+                "up": {**served, "base_url": server.base_url},
+                "down": {**served, "base_url": silent},
+                "keyless": {
+                    **served,
+                    "base_url": server.base_url,
+                    "api_key_env": "HELIXBENCH_TEST_PLAN_KEY",
+                },
+            },  # fmt: skip
+            "runs": [{"model": m, "method": "no-tools"} for m in ("up", "down", "keyless")],
+        }
+        path = tmp_path / "check.yaml"
+        path.write_text(yaml.safe_dump(config))
+        with pytest.raises(SystemExit) as failed:
+            main(["plan", "--check", "--config", str(path)])
+    out = capsys.readouterr().out
+    checks = [line for line in out.splitlines() if line.startswith("check:")]
+    assert any(f"down / no-tools: no server answers at {silent}" in c for c in checks)
+    assert any("keyless / no-tools: HELIXBENCH_TEST_PLAN_KEY is not set" in c for c in checks)
+    assert not any("up / no-tools" in c for c in checks)
+    assert any("the mirror" in c and "lacks" in c and "geneturing.json" in c for c in checks)
+    assert "problem(s)" in str(failed.value.code)

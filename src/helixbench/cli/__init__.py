@@ -65,6 +65,12 @@ def _user_commands(sub) -> None:
         "plan", help="what a config will run: runs, tasks, questions, shards and notes"
     )
     _add_config(p)
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="also check what the runs need (API keys set, model servers answering, the "
+        "mirror's files) and exit non-zero naming each problem per run",
+    )
     p.set_defaults(func=commands.plan)
 
     p = sub.add_parser(

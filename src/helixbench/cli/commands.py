@@ -91,7 +91,8 @@ def plan(args) -> None:
     from ..run.shard import answered_by, run_questions
 
     config, plan = config_and_plan(args)
-    questions = local_question_table(resolve_mirror(config.get("mirror")))
+    mirror = resolve_mirror(config.get("mirror"))
+    questions = local_question_table(mirror)
     for run in plan.runs:
         print(f"{run.model}\t{run.method}\t{run.shards} shard(s)")
         if questions is None:
@@ -119,10 +120,24 @@ def plan(args) -> None:
         print(f"{note['level']}: {where}: {note['message']}")
     if questions is None:
         print("question counts: the benchmark files are not here yet (no mirror, not fetched)")
-        return
-    planned = {task.benchmark for run in plan.runs for task in run.tasks}
-    for line in overlap_summary(questions, planned):
-        print(f"overlap: {line}")
+    else:
+        planned = {task.benchmark for run in plan.runs for task in run.tasks}
+        for line in overlap_summary(questions, planned):
+            print(f"overlap: {line}")
+    if getattr(args, "check", False):
+        _check(plan, mirror)
+
+
+def _check(plan, mirror) -> None:
+    """``plan --check``: each problem a run would meet, then exit 1 if there is one."""
+    from ..config.checks import run_problems
+
+    problems = run_problems(plan, Path(mirror) if mirror else None)
+    for where, problem in problems:
+        print(f"check: {where}: {problem}")
+    if problems:
+        raise SystemExit(f"plan --check: {len(problems)} problem(s); the runs above would fail")
+    print("check: every key, server and file the runs need is here")
 
 
 def status(args) -> None:

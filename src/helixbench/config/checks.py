@@ -1,0 +1,61 @@
+"""What a run will need, checked before it runs (``helixbench plan --check``): the API
+keys its models read from the environment, the model servers it will call (each
+probed once, briefly), and the upstream files a mirror must hold. Each problem is
+named per run, so a sweep's user sees which runs would fail and why.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import requests
+
+from ..models.openai_api import DEFAULT_BASE_URL
+from ..paths import upstream_path
+from .plan import Plan
+
+PROBE_TIMEOUT_S = 3.0
+
+
+def run_problems(plan: Plan, mirror: Path | None) -> list[tuple[str, str]]:
+    """(run label, problem) for everything a planned run needs and lacks."""
+    problems: list[tuple[str, str]] = []
+    probed: dict[str, str | None] = {}  # a server probed once, however many runs use it
+    for run in plan.runs:
+        spec = run.model_spec
+        if spec.get("backend") != "openai":
+            continue
+        base_url = (spec.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
+        key_env = spec.get("api_key_env", "OPENAI_API_KEY")
+        # OpenAI's own API needs a key; a server of your own needs one only if the
+        # config names the variable.
+        needs_key = base_url == DEFAULT_BASE_URL or "api_key_env" in spec
+        if key_env and needs_key and not os.environ.get(key_env):
+            problems.append((run.label, f"{key_env} is not set (model {run.model}: {base_url})"))
+            continue
+        if base_url not in probed:
+            probed[base_url] = _probe(base_url, os.environ.get(key_env) if key_env else None)
+        if probed[base_url]:
+            problems.append((run.label, probed[base_url]))
+    if mirror is not None:
+        for file in plan.upstream_files():
+            if not (mirror / file.relpath).is_file() and not Path(upstream_path(file)).is_file():
+                problems.append(("all runs", f"the mirror {mirror} lacks {file.relpath}"))
+    return problems
+
+
+def _probe(base_url: str, key: str | None) -> str | None:
+    """Why the server at ``base_url`` cannot be used, or None: ``GET /models`` answered
+    (any HTTP status but a server error: it listens and speaks HTTP)."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        reply = requests.get(f"{base_url}/models", headers=headers, timeout=PROBE_TIMEOUT_S)
+    except requests.RequestException as exc:
+        reason = type(exc).__name__
+        return f"no server answers at {base_url} ({reason} within {PROBE_TIMEOUT_S:g} s)"
+    if reply.status_code in (401, 403):
+        return f"{base_url} refuses the key ({reply.status_code})"
+    if reply.status_code >= 500:
+        return f"{base_url} answers {reply.status_code}"
+    return None
