@@ -793,9 +793,16 @@ def test_the_reports_ro_crate_states_what_produced_it(mirror, paper_run):
     prov = json.loads((report / "provenance.json").read_text())
     parts = [p["@id"] for p in graph["./"]["hasPart"]]
     local = [p for p in parts if not p.startswith("https://")]
-    assert set(local) == set(paths.REPORT_FILES) - {"ro-crate-metadata.json"}
+    # Every file under results/report/: the report's own, its runs' pages and exports.
+    every = {p.relative_to(report).as_posix() for p in report.rglob("*") if p.is_file()}
+    assert set(local) == every - {"ro-crate-metadata.json"}
+    assert any(name.startswith("runs/") for name in local)
+    assert any(name.startswith("exports/") for name in local)
+    assert not any(".snakemake_timestamp" in name for name in every)
     for name in local:
         assert graph[name]["sha256"] == sha256_file(report / name), name
+        assert graph[name]["description"] and graph[name]["encodingFormat"], name
+        assert int(graph[name]["contentSize"]) == (report / name).stat().st_size, name
     for upstream in prov["upstream"]:
         assert graph[upstream["url"]]["sha256"] == upstream["sha256"] == upstream["pinned"]
     plan = build_plan(paper_config(), mirror)
@@ -837,10 +844,12 @@ def _python_312() -> str:
 
 @pytest.fixture(scope="session")
 def eee_validator(tmp_path_factory) -> str:
-    """Every Eval Ever's own validator, from the package registry, in its own venv."""
+    """Every Eval Ever's own validator and converter, from the package registry, in
+    its own venv (its Inspect converter reads logs with Inspect's own reader)."""
     venv = tmp_path_factory.mktemp("eee") / "venv"
     subprocess.run([_python_312(), "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "every-eval-ever==0.3.0"]
+    pip.append("inspect-ai==0.3.285")
     done = subprocess.run(pip, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     return str(venv / "bin" / "every_eval_ever")
@@ -854,13 +863,27 @@ def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_validato
     exports = paper_run / "results" / "report" / "exports"
     files = sorted(exports.glob("*/*/every-eval-ever/data/*/*/*/*.json*"))
     assert len(files) == 2 * 3, files  # the three runs with records (000001 has none)
-    done = subprocess.run(
-        [eee_validator, "validate", *map(str, files), "--format", "json"],
-        capture_output=True,
-        text=True,
-    )
-    reports = json.loads(done.stdout)
-    assert done.returncode == 0 and all(r["valid"] and not r["errors"] for r in reports), reports
+    # Each run under its own benchmark, by its model's developer and id.
+    assert {f.relative_to(exports).parts[4:7] for f in files} == {
+        ("geneturing", "openai", "code-davinci-002"),
+        ("genehop", "openai", "code-davinci-002"),
+    }
+    # Valid from the repository root (the files' full paths) and from an export folder.
+    for cwd, names in (
+        (paper_run, [str(f.resolve()) for f in files]),
+        (files[0].parents[4], [f.relative_to(files[0].parents[4]).as_posix()
+                               for f in files if f.parents[4] == files[0].parents[4]]),
+    ):  # fmt: skip
+        done = subprocess.run(
+            [eee_validator, "validate", *names, "--format", "json"],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+        )
+        reports = json.loads(done.stdout)
+        assert done.returncode == 0 and all(r["valid"] and not r["errors"] for r in reports), (
+            reports
+        )
     slim = next(f for f in files if "genegpt-slim" in str(f) and f.suffix == ".json")
     aggregate = json.loads(slim.read_text())
     scores = read_csv(paper_run / "results" / "report" / "scores.csv")
@@ -879,19 +902,32 @@ def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_validato
         float(macro["ci_high"]),
     )
     lines = slim.with_name(slim.stem + "_samples.jsonl").read_text().splitlines()
-    assert len(lines) == 450 == aggregate["detailed_evaluation_results"]["total_rows"]
-    first = json.loads(lines[0])
+    assert len(lines) == aggregate["detailed_evaluation_results"]["total_rows"]
+    rows = [json.loads(line) for line in lines]
+    first = rows[0]
     assert first["interaction_type"] == "agentic" and first["evaluation"]["tool_calls_count"] > 0
+    assert aggregate["model_info"]["id"] == "openai/code-davinci-002"
+    # An instance row per question for every metric the aggregate reports per task.
+    for metric in ("extracted", "genegpt", "strict"):
+        of_metric = [r for r in rows if r["evaluation_result_id"].endswith(f"/{metric}")]
+        assert len(of_metric) == 450, metric
+        alias = [r["evaluation"]["score"] for r in of_metric
+                 if r["evaluation_name"] == "geneturing/Gene alias"]  # fmt: skip
+        task = next(r for r in scores if (r["method"], r["task"], r["metric"])
+                    == ("genegpt-slim", "Gene alias", metric))  # fmt: skip
+        assert sum(alias) / len(alias) == pytest.approx(float(task["score"]))
 
 
 @pytest.mark.workflow
 @PAPER_RUN
 def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
-    mirror, paper_run, tmp_path, inspect_env
+    mirror, paper_run, tmp_path, inspect_env, eee_validator
 ):
     """A run as an Inspect eval log, written by Inspect's own writer in Inspect's own
-    environment (built as the workflow builds it), read back by read_eval_log and
-    listed and served by `inspect view`."""
+    environment (built as the workflow builds it), read back by read_eval_log (its
+    samples' events, the run's ids and times, each metric's mean and the leaderboard's
+    macro), listed and served by `inspect view`, and converted by Every Eval Ever's
+    own Inspect converter."""
     import socket
 
     import requests
@@ -914,8 +950,14 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
         "log = read_eval_log(sys.argv[1])\ns = log.samples[0]\n"
         "print(json.dumps({'status': log.status, 'samples': len(log.samples),"
         " 'means': {e.name: e.metrics['mean'].value for e in log.results.scores},"
+        " 'macros': {e.name: e.metrics['macro'].value for e in log.results.scores},"
         " 'roles': [m.role for m in s.messages],"
         " 'calls': sum(len(m.tool_calls or []) for m in s.messages if m.role == 'assistant'),"
+        " 'events': [e.event for e in s.events], 'model': log.eval.model,"
+        " 'ids': [log.eval.run_id, log.eval.task_id],"
+        " 'times': [log.stats.started_at, log.stats.completed_at],"
+        " 'replies': [m.content for m in s.messages if m.role == 'tool'],"
+        " 'empty': sum(not x.events for x in log.samples),"
         " 'scores': sorted(s.scores)}))"
     )
     done = subprocess.run([python, "-c", check, str(log)], capture_output=True, text=True)
@@ -928,6 +970,19 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     tasks = [r for r in scores if r["method"] == "genegpt-101110" and r["metric"] == "extracted"]
     macro = next(float(r["score"]) for r in tasks if r["task"] == "macro")
     assert back["means"]["extracted"] == pytest.approx(macro)  # both tasks have 50 questions
+    assert back["macros"]["extracted"] == pytest.approx(macro)
+    assert back["model"] == "openai/code-davinci-002" and all(back["ids"])
+    assert back["times"][0] < back["times"][1] and back["empty"] == 0
+    assert back["events"][:2] == ["model", "tool"]
+    assert not any(r.startswith(("b'", 'b"')) for r in back["replies"])  # text, not bytes
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\+00-00_codex-genegpt-101110_\w{22}\.eval",
+                        log.name)  # fmt: skip
+    converted = tmp_path / "eee"
+    convert = [str(Path(eee_validator).parent / "every_eval_ever"), "convert", "inspect"]
+    done = subprocess.run([*convert, "--log_path", str(log), "--output_dir", str(converted)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert list(converted.glob("genehop/openai/*/*.json"))
     with socket.socket() as probe:  # a free loopback port for inspect view
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

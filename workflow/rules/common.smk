@@ -47,13 +47,15 @@ from helixbench.methods.originals import ORIGINALS
 
 UPSTREAM_MANIFEST = manifest()
 
+# The config files in the order they were merged: Snakemake lists the Snakefile's
+# own `configfile:` last, though the --configfile files are merged over it.
+CONFIG_FILES = [*workflow.configfiles[-1:], *workflow.configfiles[:-1]]
+
 # Our check first: one line naming the key (Snakemake's own prints the whole schema);
 # then Snakemake's, which fills in the schema's defaults.
 try:
     if WORKFLOW_DIR:
-        check_config(
-            config, workflow.configfiles, WORKFLOW_DIR / "schemas/config.schema.yaml"
-        )
+        check_config(config, CONFIG_FILES, WORKFLOW_DIR / "schemas/config.schema.yaml")
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 validate(config, schema="../schemas/config.schema.yaml")
@@ -63,9 +65,7 @@ try:
     MIRROR = resolve_mirror(config.get("mirror"))
     PLAN = build_plan(config, MIRROR)
 except ConfigError as exc:
-    raise WorkflowError(
-        f"invalid config: {naming_the_file(str(exc), workflow.configfiles)}"
-    )
+    raise WorkflowError(f"invalid config: {naming_the_file(str(exc), CONFIG_FILES)}")
 except FetchError as exc:
     raise WorkflowError(f"invalid config: {exc}")
 if not PLAN.tasks:
@@ -235,10 +235,11 @@ def get_report_outputs():
     """The report's files (helixbench.paths.REPORT, and the CSV copy of the
     per-question table where the config asks); those with a caption go into
     Snakemake's own report under their category."""
-    # Its runs' pages and exports, copied in: exactly this config's runs.
-    outputs = [directory(paths.REPORT_RUNS_DIR)]
-    if EXPORTS:
-        outputs.append(directory(paths.REPORT_EXPORTS_DIR))
+    # Its runs' pages (their exports are placed beside them, undeclared: a declared
+    # folder gets Snakemake's timestamp file): exactly this config's runs.
+    outputs = [
+        f"{paths.REPORT_RUNS_DIR}/{run.model}/{run.method}.js" for run in PLAN.runs
+    ]
     if config.get("report", {}).get("question_scores_csv"):
         outputs.append(f"{paths.REPORT_DIR}/question_scores.csv")
     for file in paths.REPORT:
@@ -397,7 +398,7 @@ def get_config_sources():
     paths from the working directory where they lie under it), and whether
     --config overrode keys: what the report says it was built from."""
     files = []
-    for path in [*workflow.configfiles[-1:], *workflow.configfiles[:-1]]:
+    for path in CONFIG_FILES:
         path = Path(path).absolute()
         inside = path.is_relative_to(Path.cwd())
         files.append(str(path.relative_to(Path.cwd()) if inside else path))

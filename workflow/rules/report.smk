@@ -13,8 +13,10 @@ rule report:
     params:
         config=verbatim(get_config_json()),
         sources=verbatim(get_config_sources()),
-        # The folder holding the outputs (its runs/ folder first).
-        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+        # The folder holding the outputs (index.html's).
+        out_dir=lambda wildcards, output: os.path.dirname(
+            next(o for o in output if o.endswith("/index.html"))
+        ),
     shell:
         "python -m helixbench report --config-json {params.config:q} --out-dir {params.out_dir:q}"
         " --config-sources {params.sources:q} > {log:q} 2>&1"

@@ -69,6 +69,7 @@ def compare(args) -> None:
         table = question_score_table(plan, load_scores(plan), "")
     rows = compare_two(table, args.a, args.b)
     print("benchmark\ttask\tmetric\tn\ta\tb\ta-b\t95% interval\tp")
+
     def signed(x: float) -> str:  # (no "-0.0000" for a bound a hair below zero)
         return f"{round(x, 4) + 0.0:+.4f}"
 

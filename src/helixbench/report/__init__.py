@@ -269,7 +269,16 @@ def write_report(
         },
     )
     described = [n for n in paths.REPORT_FILES if n not in (CRATE_FILE, CONFIG_FILE)]
-    write_crate(out_dir, described, plan, facts, prov)
+    if report_options.get("question_scores_csv"):
+        described.append("question_scores.csv")
+    # With them, every file the report placed: its runs' pages and their exports.
+    placed = sorted(
+        p.relative_to(out_dir).as_posix()
+        for folder in (paths.REPORT_RUNS_DIR, paths.REPORT_EXPORTS_DIR)
+        for p in (out_dir / Path(folder).relative_to(paths.REPORT_DIR)).rglob("*")
+        if p.is_file()
+    )
+    write_crate(out_dir, described + placed, plan, facts, prov)
     missing = [name for name in paths.REPORT_FILES if not (out_dir / name).is_file()]
     if missing:  # the report rule declares every file of paths.REPORT as its output
         raise RuntimeError(f"the report did not write {', '.join(missing)}")

@@ -30,6 +30,8 @@ from ..digests import sha256_file
 HELIXBENCH_URL = "https://github.com/helixbench/helixbench"
 CRATE_FILE = "ro-crate-metadata.json"
 CONFIG_FILE = "config.json"
+# The captions of the files Snakemake's own report shows (a clone's workflow/report/).
+REPORT_CAPTIONS = Path(__file__).resolve().parents[3] / "workflow" / "report"
 
 FORMATS = {
     ".csv": "text/csv",
@@ -39,7 +41,46 @@ FORMATS = {
     ".png": "image/png",
     ".svg": "image/svg+xml",
     ".parquet": "application/vnd.apache.parquet",
+    ".js": "text/javascript",
+    ".jsonl": "application/jsonl",
+    ".eval": "application/zip",  # Inspect's eval log: a zip of JSON files
 }
+# What each report file is, for the crate (the captioned ones: workflow/report/*.rst).
+DESCRIPTIONS = {
+    "errors.csv": "per run and task: questions ended in an error, tool calls, how answered",
+    "agents.csv": "per agent run: how its questions ended, its gateway calls, routes and caps",
+    "table2.csv": "GeneGPT's Table 2 layout: GeneTuring per task beside the paper's figures",
+    "genehop.md": "GeneHop per task beside the paper's figures (Table 3), as text",
+    "provenance.json": "what produced the report: versions, config, snapshots, checksums, models",
+    "tool_replies.jsonl": "the tool replies the runs read, to replay them offline elsewhere",
+    "code_executions.jsonl": "the code tools' executions the runs read or made",
+    "question_scores.parquet": "per-question scores: one row per run, question and metric",
+    "leaderboard.svg": "the leaderboard figure (SVG)",
+    "ablation.svg": "the ablation figure (SVG)",
+    "percentile.svg": "the gene-set percentile figure (SVG)",
+    "geneagent_paper.csv": "GeneAgent's paper beside our scoring of its own generations",
+}
+
+
+def _description(name: str) -> str:
+    """What a report file is: its caption's text, the table above, or by its place."""
+    parts = name.split("/")
+    if parts[0] == "runs":
+        run = f"{parts[1]} / {Path(name).stem}"
+        return f"the questions, answers, scores and transcripts of {run}, for the page"
+    if parts[0] == "exports":
+        what = {
+            ".eval": "an Inspect AI eval log",
+            ".jsonl": "an Every Eval Ever instance file",
+            ".json": "an Every Eval Ever aggregate",
+        }.get(Path(name).suffix, "an export")
+        return f"{what} of the run {parts[1]} / {parts[2]}"
+    if name in DESCRIPTIONS:
+        return DESCRIPTIONS[name]
+    caption = REPORT_CAPTIONS / f"{Path(name).stem}.rst"
+    if caption.is_file():
+        return " ".join(caption.read_text(encoding="utf-8").split())
+    return f"the report's {name}"
 
 
 def _format(name: str) -> str:
@@ -150,6 +191,7 @@ def write_crate(
             "contentSize": str(path.stat().st_size),
             "sha256": sha256_file(path),
         }
+        properties["description"] = _description(name)
         if name == CONFIG_FILE:
             properties["description"] = (
                 f"the validated config (canonical JSON); config sha256 {prov['config_sha256']}"

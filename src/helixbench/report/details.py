@@ -116,7 +116,12 @@ def place_run_files(plan, out_dir: Path, exports: bool) -> None:
                 _link(run.details_path, placed)
             else:
                 source = paths.RUN_EXPORTS.format(**run.wildcards)
-                shutil.copytree(source, target / run.model / run.method, copy_function=_link)
+                shutil.copytree(
+                    source,
+                    target / run.model / run.method,
+                    copy_function=_link,
+                    ignore=shutil.ignore_patterns(".snakemake_timestamp"),  # Snakemake's
+                )
 
 
 def _link(source, target) -> None:

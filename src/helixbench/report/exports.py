@@ -18,10 +18,12 @@ Both come from the run's records and scores, in the run's own job.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import subprocess
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -68,7 +70,7 @@ def transcript_messages(question: str, record: dict) -> list[dict]:
                 last["tool_calls"].append(call)
                 pending = [call]
             call_id = pending.pop(0)["id"] if pending else f"call-{event.get('index', 0)}"
-            reply = data.get("rendered")
+            reply = _reply_text(data.get("rendered"))
             if reply is None:
                 reply = f"status {data.get('status')}, {data.get('bytes')} bytes" + (
                     f", error: {data['error']}" if data.get("error") else ""
@@ -77,6 +79,61 @@ def transcript_messages(question: str, record: dict) -> list[dict]:
                 {"role": "tool", "content": reply, "tool_call_id": call_id, "function": name}
             )
     return messages
+
+
+def _reply_text(rendered: str | None) -> str | None:
+    """A tool reply as text: GeneGPT's loop renders a reply as Python writes bytes
+    (``b'...'``, as its prompts show it); the exports give the text itself."""
+    if rendered and rendered[:2] in ("b'", 'b"'):
+        try:
+            value = ast.literal_eval(rendered)
+        except (ValueError, SyntaxError):
+            return rendered
+        if isinstance(value, bytes):
+            return value.decode("utf-8", errors="replace")
+    return rendered
+
+
+def sample_events(record: dict) -> list[dict]:
+    """A record's model and tool events with their start times (the record's start,
+    its finish less its wall time, plus the time of the events before), as Inspect's
+    transcript shows them."""
+    start = (record.get("finished_at") or 0.0) - (record.get("wall_s") or 0.0)
+    events, at = [], start
+    for event in record["events"]:
+        data = event.get("data") or {}
+        seconds = float(event.get("latency_s") or 0.0)
+        if event["type"] == "model":
+            events.append(
+                {
+                    "type": "model",
+                    "at": at,
+                    "seconds": seconds,
+                    "prompt": data.get("prompt_increment") or "",
+                    "completion": data.get("completion") or "",
+                    # None where the source counted none (a recording keeps no usage)
+                    "input_tokens": data.get("prompt_tokens"),
+                    "output_tokens": data.get("completion_tokens"),
+                    "cache": data.get("cache"),
+                    "error": data.get("error"),
+                }
+            )
+        elif event["type"] == "tool":
+            arguments = _string_values(data.get("arguments")) or {"url": data.get("url") or ""}
+            events.append(
+                {
+                    "type": "tool",
+                    "at": at,
+                    "seconds": seconds,
+                    "id": f"call-{event.get('index', 0)}-{len(events)}",
+                    "function": data.get("tool") or "http_get",
+                    "arguments": arguments,
+                    "result": _reply_text(data.get("rendered")) or "",
+                    "error": data.get("error"),
+                }
+            )
+        at += seconds
+    return events
 
 
 def _string_values(arguments) -> dict[str, str]:
@@ -96,32 +153,56 @@ def _uuid4(*parts: str) -> str:
     return str(uuid.UUID(bytes=digest[:16], version=4))
 
 
-def _identity(summary_model: str, identity: dict | None) -> tuple[str, str]:
-    """(model id, developer) as EEE files them: a hub id's own prefix, else the
-    backend that served the model."""
-    model_id = str((identity or {}).get("model") or summary_model)
-    if "/" in model_id:
-        return model_id, model_id.split("/", 1)[0]
-    backend = str((identity or {}).get("backend") or "helixbench")
-    return f"{backend}/{model_id}", backend
-
-
 def _folder(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name).strip("._") or "model"
 
 
 def every_eval_ever(
-    summary: dict, records: dict, scores: pd.DataFrame, questions: dict, out: Path
-) -> Path:
-    """The run's EEE aggregate and instance files under ``out`` (a ``data/`` tree);
-    returns the aggregate's path."""
+    summary: dict,
+    records: dict,
+    scores: pd.DataFrame,
+    questions: dict,
+    out: Path,
+    model_spec: dict | None = None,
+) -> list[Path]:
+    """The run's EEE aggregate and instance files under ``out`` (a ``data/`` tree), one
+    pair per benchmark the run answered (EEE files a result under its benchmark:
+    ``data/<benchmark>/<developer>/<model>/``); returns the aggregates' paths."""
+    from ..models.card import model_card
+
     identity = next((t["model_identity"] for t in summary["tasks"] if t["model_identity"]), None)
-    model_id, developer = _identity(summary["model"], identity)
-    run_id = _uuid4("helixbench", summary["run"], json.dumps(summary["scores"], sort_keys=True))
-    folder = Path("data") / "helixbench" / _folder(developer) / _folder(model_id.split("/")[-1])
-    finished = max((t["finished_at"] for t in summary["tasks"] if t["finished_at"]), default=0)
-    evaluation_id = f"helixbench/{model_id}/{summary['method']}/{int(finished)}"
+    card = model_card(summary["model"], model_spec or {}, identity)
     rows = table(summary["scores"])
+    written = []
+    for benchmark in dict.fromkeys(rows.benchmark):
+        of_benchmark = {k: v for k, v in records.items() if _benchmark_of(k, v) == benchmark}
+        written.append(
+            _eee_files(
+                summary, card, identity, benchmark, rows[rows.benchmark == benchmark],
+                of_benchmark, scores[scores.benchmark == benchmark], questions, out,
+            )
+        )  # fmt: skip
+    return written
+
+
+def _benchmark_of(task, task_records: list[dict]) -> str | None:
+    benchmark = getattr(task, "benchmark", None)
+    if benchmark is None and task_records:
+        benchmark = task_records[0].get("benchmark")
+    return benchmark
+
+
+def _eee_files(summary, card, identity, benchmark, rows, records, scores, questions, out) -> Path:
+    """One benchmark's aggregate and instance files of the run."""
+    model_id, developer = card["id"], card["developer"]
+    run_id = _uuid4(
+        "helixbench", summary["run"], benchmark, json.dumps(summary["scores"], sort_keys=True)
+    )
+    folder = (
+        Path("data") / _folder(benchmark) / _folder(developer) / _folder(model_id.split("/")[-1])
+    )
+    finished = max((t["finished_at"] for t in summary["tasks"] if t["finished_at"]), default=0)
+    evaluation_id = f"{benchmark}/{model_id}/{summary['method']}/{int(finished)}"
     local = (identity or {}).get("backend") in LOCAL_BACKENDS
     results = []
     for row in rows.itertuples():
@@ -165,8 +246,8 @@ def every_eval_ever(
             }
         )
     lines = []
-    primary = scores[scores.primary]
-    by_question = {qid: group for qid, group in primary.groupby("question_id", sort=False)}
+    # Every metric a task reports, so each aggregate figure has its instance rows.
+    by_question = {qid: group for qid, group in scores.groupby("question_id", sort=False)}
     for of_task in records.values():
         for record in of_task:
             question = questions[record["question_id"]]
@@ -234,7 +315,7 @@ def every_eval_ever(
         },
         "eval_library": {"name": "helixbench", "version": __version__},
         "model_info": {
-            "name": summary["model"],
+            "name": card["name"],
             "id": model_id,
             "developer": developer,
             "additional_details": {
@@ -265,10 +346,23 @@ def _last_assistant(messages: list[dict]) -> int:
 
 
 def inspect_log(
-    summary: dict, records: dict, scores: pd.DataFrame, questions: dict, out: Path, python: str
+    summary: dict,
+    records: dict,
+    scores: pd.DataFrame,
+    questions: dict,
+    out: Path,
+    python: str,
+    model_spec: dict | None = None,
 ) -> Path:
     """The run's Inspect eval log, written by :mod:`.inspect_log` under ``python`` (the
-    inspect environment's interpreter)."""
+    inspect environment's interpreter), named as Inspect names its logs
+    (``<start>_<task>_<id>.eval``). Each metric's ``mean`` is over questions, as
+    Inspect's; ``macro`` beside it is the leaderboard's figure (the mean of the task
+    means), so the two can be told apart."""
+    from ..models.card import model_card
+
+    identity = next((t["model_identity"] for t in summary["tasks"] if t["model_identity"]), None)
+    card = model_card(summary["model"], model_spec or {}, identity)
     by_question = {
         qid: dict(zip(group.metric, group.score, strict=True))
         for qid, group in scores.groupby("question_id", sort=False)
@@ -278,29 +372,44 @@ def inspect_log(
         for record in of_task:
             question = questions[record["question_id"]]
             gold = question.gold if isinstance(question.gold, str) else ", ".join(question.gold)
+            finished = record.get("finished_at") or 0.0
             samples.append(
                 {
                     "id": question.id,
                     "input": question.text,
                     "target": gold,
                     "messages": transcript_messages(question.text, record),
+                    "events": sample_events(record),
+                    "started_at": finished - (record.get("wall_s") or 0.0),
+                    "finished_at": finished,
                     "answer": record["answer"] or "",
                     "error": record["error"],
                     "scores": by_question.get(question.id, {}),
                     "metadata": {"benchmark": record["benchmark"], "task": record["task"]},
                 }
             )
+    rows = table(summary["scores"])
+    macro = {r.metric: float(r.score) for r in rows.itertuples() if r.task == "macro"}
     finished = max((t["finished_at"] for t in summary["tasks"] if t["finished_at"]), default=0)
+    started = min((s["started_at"] for s in samples), default=finished)
+    ids = {k: _uuid4(k, summary["run"], str(finished)) for k in ("run", "task", "eval")}
     spec = {
         "run": summary["run"],
-        "model": summary["model"],
+        "model": card["inspect"],
+        "model_card": card,
         "method": summary["method"],
+        "benchmarks": sorted(set(rows.benchmark)),
+        "started_at": started,
         "finished_at": finished,
+        "ids": ids,
+        "macro": macro,
         "version": __version__,
         "samples": samples,
     }
     out.mkdir(parents=True, exist_ok=True)
-    log = out / f"{_folder(summary['model'])}--{_folder(summary['method'])}.eval"
+    stamp = datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%dT%H-%M-%S+00-00")
+    task = _folder(f"{summary['model']}-{summary['method']}").replace("_", "-")
+    log = out / f"{stamp}_{task}_{ids['eval'].replace('-', '')[:22]}.eval"
     data = out / (log.name + ".json")
     data.write_text(json.dumps(spec))
     script = Path(__file__).with_name("inspect_log.py")
@@ -334,13 +443,21 @@ def export_run(
     out_dir = Path(out_dir)
     written = []
     if "every-eval-ever" in formats:
-        written.append(
-            every_eval_ever(summary, records, scores, questions, out_dir / "every-eval-ever")
+        written += every_eval_ever(
+            summary, records, scores, questions, out_dir / "every-eval-ever", spec["model_spec"]
         )
     if "inspect" in formats:
         if not inspect_python:
             raise ValueError("the inspect export needs the inspect environment's python")
         written.append(
-            inspect_log(summary, records, scores, questions, out_dir / "inspect", inspect_python)
+            inspect_log(
+                summary,
+                records,
+                scores,
+                questions,
+                out_dir / "inspect",
+                inspect_python,
+                spec["model_spec"],
+            )  # fmt: skip
         )
     return written

@@ -47,10 +47,12 @@ def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
     )
 
 
-def _models_markdown(models: dict) -> str:
-    """One row per model: its backend and id, what else identifies it, and how many
-    identities it had (a replay model has one per recorded file)."""
+def _models_markdown(models: dict, cards: dict | None = None) -> str:
+    """One row per model: who made it and its id as the ecosystem names it (the
+    exports' model), its backend, what else identifies it, and how many identities it
+    had (a replay model has one per recorded file)."""
     rows = []
+    cards = cards or {}
     for name, identities in models.items():
         first = identities[0]
         digest = first.get("weights_sha256") or first.get("sha256")
@@ -63,8 +65,10 @@ def _models_markdown(models: dict) -> str:
         rows.append(
             {
                 "model": name,
+                "developer": md_escape((cards.get(name) or {}).get("developer", "")),
+                "model id": md_escape((cards.get(name) or {}).get("id", "")),
                 "backend": first.get("backend", ""),
-                "id": md_escape(first.get("model") or ""),
+                "served as": md_escape(first.get("model") or ""),
                 "identity": md_escape("; ".join(f"{k}: {v}" for k, v in sorted(said.items()))),
                 "sha256": f"`{digest[:12]}`" if digest else "",
                 "identities": len(identities),
@@ -273,7 +277,8 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
         (
             "Models",
             "What produced each model's answers (the identities in `provenance.json`, "
-            "which also key the response cache):\n\n" + _models_markdown(prov["models"]),
+            "which also key the response cache), each by its developer and id as the exports "
+            "name it:\n\n" + _models_markdown(prov["models"], prov.get("model_cards")),
         ),
         (
             "Time, tokens and cost per run",

@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import __version__, paths
 from ..config.plan import Plan, RunTask
 from ..digests import sha256_file
+from ..models.card import model_card
 from ..paths import upstream_path
 
 PACKAGES = (
@@ -81,6 +82,11 @@ def provenance(
         "models": {
             m: [dict(t) for t in {json.dumps(i, sort_keys=True): i for i in ids}.values()]
             for m, ids in models.items()
+        },
+        # Each model as the ecosystem names it (models/card.py): the exports use these.
+        "model_cards": {
+            run.model: model_card(run.model, run.model_spec, (models.get(run.model) or [None])[0])
+            for run in plan.runs
         },
         "python": platform.python_version(),
         "packages": {p: version(p) for p in PACKAGES},
