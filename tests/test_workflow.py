@@ -419,7 +419,7 @@ def test_html_report_opens_in_headless_chromium(paper_run):
     assert "Uncaught" not in console, console[-2000:]
     assert 'id="leaderboard-table"' in dom and "codex / genegpt-slim" in dom
     assert "model call 0" in dom and "prompt increment" in dom and "tool call 0" in dom
-    shot = report / "screenshot.png"
+    shot = paper_run / "screenshot.png"  # (beside the report: not one of its files)
     chromium.screenshot(page, shot, paper_run / "chromium-profile")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 

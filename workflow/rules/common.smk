@@ -227,8 +227,15 @@ def print_report_summary():
         print(ending.read_text(encoding="utf-8"), end="")
 
 
+def get_run_pages():
+    """The report's pages of its runs (one asked for by `all`: a run added to the
+    config has none yet, and asking for it is what reruns the report)."""
+    return [f"{paths.REPORT_RUNS_DIR}/{run.model}/{run.method}.js" for run in PLAN.runs]
+
+
 def get_final_output():
-    return [f"{paths.REPORT_DIR}/{name}" for name in paths.REPORT_FILES]
+    files = [f"{paths.REPORT_DIR}/{name}" for name in paths.REPORT_FILES]
+    return files + get_run_pages()
 
 
 def get_report_outputs():
@@ -237,9 +244,7 @@ def get_report_outputs():
     Snakemake's own report under their category."""
     # Its runs' pages (their exports are placed beside them, undeclared: a declared
     # folder gets Snakemake's timestamp file): exactly this config's runs.
-    outputs = [
-        f"{paths.REPORT_RUNS_DIR}/{run.model}/{run.method}.js" for run in PLAN.runs
-    ]
+    outputs = get_run_pages()
     if config.get("report", {}).get("question_scores_csv"):
         outputs.append(f"{paths.REPORT_DIR}/question_scores.csv")
     for file in paths.REPORT:

@@ -15,7 +15,7 @@ rule report:
         sources=verbatim(get_config_sources()),
         # The folder holding the outputs (index.html's).
         out_dir=lambda wildcards, output: os.path.dirname(
-            next(o for o in output if o.endswith("/index.html"))
+            next(o for o in output if os.path.basename(o) == "index.html")
         ),
     shell:
         "python -m helixbench report --config-json {params.config:q} --out-dir {params.out_dir:q}"
