@@ -209,6 +209,8 @@ def write_crate(
                 "name": file["url"].rsplit("/", 1)[-1],
                 "sha256": file["sha256"] or file["pinned"],
                 "description": f"upstream file; pinned sha256 {file['pinned'] or 'none'}",
+                "encodingFormat": _format(file["url"].rsplit("/", 1)[-1]),
+                **({"contentSize": str(file["size"])} if file.get("size") is not None else {}),
             },
         )
         for file in prov["upstream"]
@@ -267,6 +269,7 @@ def write_crate(
                 },
             )
     scores = by_name.get("question_scores.parquet")
+    actions = []
     for run in plan.runs:
         used = {facts[t]["snapshot_id"] for t in run.tasks if facts[t]["snapshot_id"]}
         action = {
@@ -278,7 +281,7 @@ def write_crate(
         }
         if finished[run.label] is not None:
             action["endTime"] = _date(finished[run.label])
-        entity(f"#run-{_slug(run.model)}-{_slug(run.method)}", action)
+        actions.append(entity(f"#run-{_slug(run.model)}-{_slug(run.method)}", action))
     report = {
         "@type": "CreateAction",
         "name": "report",
@@ -288,6 +291,7 @@ def write_crate(
     }
     if last is not None:
         report["endTime"] = _date(last)
-    entity("#report", report)
+    actions.append(entity("#report", report))
+    root["mentions"] = actions  # (each action referenced from the crate's root)
     crate.metadata.write(out_dir)
     return out_dir / CRATE_FILE

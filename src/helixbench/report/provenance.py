@@ -63,6 +63,7 @@ def provenance(
                 "url": f.url,
                 "sha256": sha256_file(local) if local.exists() else None,
                 "pinned": f.sha256,
+                "size": local.stat().st_size if local.exists() else None,
             }
         )
     snapshots, models = {}, {}
