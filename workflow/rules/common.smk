@@ -235,7 +235,7 @@ def get_run_pages():
 
 def get_final_output():
     files = [f"{paths.REPORT_DIR}/{name}" for name in paths.REPORT_FILES]
-    return files + get_run_pages()
+    return files + get_run_pages() + [paths.REPORT_PAGE_DIR]
 
 
 def get_report_outputs():
