@@ -99,7 +99,8 @@ def details_link(model: str, method: str) -> str:
 
 def place_run_files(plan, out_dir: Path, exports: bool) -> None:
     """The report's ``runs/`` (and ``exports/``) folders hold exactly its runs' files,
-    linked (else copied) from ``results/summaries`` and ``results/exports``: a report
+    copied from ``results/summaries`` (exports linked, else copied, from
+    ``results/exports``): a report
     shows the runs of the config it was built from, and the runs of other configs
     stay where they are."""
     places = [(paths.REPORT_RUNS_DIR, True), (paths.REPORT_EXPORTS_DIR, exports)]
@@ -113,7 +114,9 @@ def place_run_files(plan, out_dir: Path, exports: bool) -> None:
             if folder == paths.REPORT_RUNS_DIR:
                 placed = target / run.model / f"{run.method}.js"
                 placed.parent.mkdir(parents=True, exist_ok=True)
-                _link(run.details_path, placed)
+                # A copy, not a link: the page is the report rule's output, and a link
+                # would keep its source's time, older than the rule's newest input.
+                shutil.copyfile(run.details_path, placed)
             else:
                 source = paths.RUN_EXPORTS.format(**run.wildcards)
                 shutil.copytree(
