@@ -156,8 +156,6 @@ class LogHandler(LogHandlerBase):
         self.printed_at = time.monotonic()
         if rule == "report":  # (the ending says where it is)
             return [f"{_clock()} report written"]
-        if rule == "report_page":  # (the report's page again, for snakemake --report)
-            return []
         return [f"{_clock()} {STAGES.get(rule, f'{rule} jobs done')}: {self.totals[rule]}"]
 
     def _progress(self, done: int, total: int) -> list[str]:

@@ -20,29 +20,3 @@ rule report:
     shell:
         "python -m helixbench report --config-json {params.config:q} --out-dir {params.out_dir:q}"
         " --config-sources {params.sources:q} > {log:q} 2>&1"
-
-
-# The page with the runs' files it loads, as one folder: Snakemake's own report
-# (`snakemake --report report.zip`) bundles it whole, so the bundled page shows every
-# question. Hard links, not copies.
-rule report_page:
-    input:
-        page=f"{paths.REPORT_DIR}/index.html",
-        runs=get_run_pages(),
-    output:
-        report(
-            directory(paths.REPORT_PAGE_DIR),
-            htmlindex="index.html",
-            caption="../report/index.rst",
-            category="Report",
-        ),
-    log:
-        "logs/report-page.log",
-    conda:
-        ENVS["fetch"]
-    params:
-        # results/report/runs, from a run's page: runs/<model>/<method>.js
-        runs=lambda wildcards, input: os.path.dirname(os.path.dirname(input.runs[0])),
-    shell:
-        "(mkdir -p {output:q} && cp -l {input.page:q} {output:q}/"
-        " && cp -rl {params.runs:q} {output:q}/runs) > {log:q} 2>&1"

@@ -64,7 +64,13 @@ def write_report(
 ) -> None:
     """The report of ``plan``'s runs (exactly those: ``sources``, the config files it
     was built from, are named on its first screen) into ``out_dir``."""
-    from .details import CALLBACK, MAX_TEXT_CHARS, details_link, place_run_files
+    from .details import (
+        CALLBACK,
+        MAX_TEXT_CHARS,
+        details_link,
+        place_page_folder,
+        place_run_files,
+    )
     from .figures import ablation_figure, leaderboard_figure, percentile_figure
     from .html import html_table, inline_svg, write_html
 
@@ -279,6 +285,7 @@ def write_report(
         if p.is_file()
     )
     write_crate(out_dir, described + placed, plan, facts, prov)
+    place_page_folder(out_dir, Path(paths.REPORT_PAGE_DIR))
     missing = [name for name in paths.REPORT_FILES if not (out_dir / name).is_file()]
     if missing:  # the report rule declares every file of paths.REPORT as its output
         raise RuntimeError(f"the report did not write {', '.join(missing)}")
