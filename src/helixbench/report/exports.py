@@ -153,6 +153,19 @@ def _uuid4(*parts: str) -> str:
     return str(uuid.UUID(bytes=digest[:16], version=4))
 
 
+def _run_model(summary: dict, model_spec: dict | None) -> tuple[dict | None, dict]:
+    """The run's model identity (as its records give it) and its card (models/card.py)."""
+    from ..models.card import model_card
+
+    identity = next((t["model_identity"] for t in summary["tasks"] if t["model_identity"]), None)
+    return identity, model_card(summary["model"], model_spec or {}, identity)
+
+
+def _finished(summary: dict) -> float:
+    """When the run's last question finished (0 where none did)."""
+    return max((t["finished_at"] for t in summary["tasks"] if t["finished_at"]), default=0)
+
+
 def _folder(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name).strip("._") or "model"
 
@@ -168,10 +181,7 @@ def every_eval_ever(
     """The run's EEE aggregate and instance files under ``out`` (a ``data/`` tree), one
     pair per benchmark the run answered (EEE files a result under its benchmark:
     ``data/<benchmark>/<developer>/<model>/``); returns the aggregates' paths."""
-    from ..models.card import model_card
-
-    identity = next((t["model_identity"] for t in summary["tasks"] if t["model_identity"]), None)
-    card = model_card(summary["model"], model_spec or {}, identity)
+    identity, card = _run_model(summary, model_spec)
     rows = table(summary["scores"])
     written = []
     for benchmark in dict.fromkeys(rows.benchmark):
@@ -201,7 +211,7 @@ def _eee_files(summary, card, identity, benchmark, rows, records, scores, questi
     folder = (
         Path("data") / _folder(benchmark) / _folder(developer) / _folder(model_id.split("/")[-1])
     )
-    finished = max((t["finished_at"] for t in summary["tasks"] if t["finished_at"]), default=0)
+    finished = _finished(summary)
     evaluation_id = f"{benchmark}/{model_id}/{summary['method']}/{int(finished)}"
     local = (identity or {}).get("backend") in LOCAL_BACKENDS
     results = []
@@ -359,10 +369,7 @@ def inspect_log(
     (``<start>_<task>_<id>.eval``). Each metric's ``mean`` is over questions, as
     Inspect's; ``macro`` beside it is the leaderboard's figure (the mean of the task
     means), so the two can be told apart."""
-    from ..models.card import model_card
-
-    identity = next((t["model_identity"] for t in summary["tasks"] if t["model_identity"]), None)
-    card = model_card(summary["model"], model_spec or {}, identity)
+    _, card = _run_model(summary, model_spec)
     by_question = {
         qid: dict(zip(group.metric, group.score, strict=True))
         for qid, group in scores.groupby("question_id", sort=False)
@@ -390,7 +397,7 @@ def inspect_log(
             )
     rows = table(summary["scores"])
     macro = {r.metric: float(r.score) for r in rows.itertuples() if r.task == "macro"}
-    finished = max((t["finished_at"] for t in summary["tasks"] if t["finished_at"]), default=0)
+    finished = _finished(summary)
     started = min((s["started_at"] for s in samples), default=finished)
     ids = {k: _uuid4(k, summary["run"], str(finished)) for k in ("run", "task", "eval")}
     spec = {
