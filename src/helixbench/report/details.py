@@ -100,31 +100,30 @@ def details_link(model: str, method: str) -> str:
 def place_run_files(plan, out_dir: Path, exports: bool) -> None:
     """The report's ``runs/`` (and ``exports/``) folders hold exactly its runs' files,
     copied from ``results/summaries`` (exports linked, else copied, from
-    ``results/exports``): a report
-    shows the runs of the config it was built from, and the runs of other configs
-    stay where they are."""
-    places = [(paths.REPORT_RUNS_DIR, True), (paths.REPORT_EXPORTS_DIR, exports)]
-    for folder, wanted in places:
-        target = Path(out_dir) / Path(folder).relative_to(paths.REPORT_DIR)
-        shutil.rmtree(target, ignore_errors=True)
-        if not wanted:
-            continue
-        target.mkdir(parents=True)
-        for run in plan.runs:
-            if folder == paths.REPORT_RUNS_DIR:
-                placed = target / run.model / f"{run.method}.js"
-                placed.parent.mkdir(parents=True, exist_ok=True)
-                # A copy, not a link: the page is the report rule's output, and a link
-                # would keep its source's time, older than the rule's newest input.
-                shutil.copyfile(run.details_path, placed)
-            else:
-                source = paths.RUN_EXPORTS.format(**run.wildcards)
-                shutil.copytree(
-                    source,
-                    target / run.model / run.method,
-                    copy_function=_link,
-                    ignore=shutil.ignore_patterns(".snakemake_timestamp"),  # Snakemake's
-                )
+    ``results/exports``): a report shows the runs of the config it was built from, and
+    the runs of other configs stay where they are."""
+    runs = _emptied(out_dir, paths.REPORT_RUNS_DIR)
+    exported = _emptied(out_dir, paths.REPORT_EXPORTS_DIR)
+    for run in plan.runs:
+        page = runs / run.model / f"{run.method}.js"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        # A copy, not a link: the page is the report rule's output, and a link would
+        # keep its source's time, older than the rule's newest input.
+        shutil.copyfile(run.details_path, page)
+        if exports:
+            shutil.copytree(
+                paths.RUN_EXPORTS.format(**run.wildcards),
+                exported / run.model / run.method,
+                copy_function=_link,
+                ignore=shutil.ignore_patterns(".snakemake_timestamp"),  # Snakemake's
+            )
+
+
+def _emptied(out_dir: Path, folder: str) -> Path:
+    """The report's copy of ``folder`` (a path under ``results/report``), cleared."""
+    target = Path(out_dir) / Path(folder).relative_to(paths.REPORT_DIR)
+    shutil.rmtree(target, ignore_errors=True)
+    return target
 
 
 def place_page_folder(report_dir: Path, page_dir: Path) -> None:
