@@ -1017,20 +1017,3 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     finally:
         view.terminate()
         view.wait(timeout=30)
-
-
-@pytest.mark.workflow
-@PAPER_RUN
-def test_snakemakes_own_report_bundles_the_page_with_the_runs_it_loads(mirror, paper_run):
-    """`snakemake --report`: the page comes as one folder with its runs/ files beside
-    it, so the bundled page can show every question."""
-    import zipfile
-
-    bundle = paper_run / "snakemake-report.zip"
-    done = snakemake(paper_run, paper_config(), "--report", str(bundle), mirror=mirror)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    names = zipfile.ZipFile(bundle).namelist()
-    (page,) = [n for n in names if n.endswith("/index.html")]
-    folder = page.removesuffix("index.html")
-    runs = {n.removeprefix(folder) for n in names if n.startswith(folder + "runs/")}
-    assert runs >= {"runs/codex/genegpt-slim.js", "runs/codex/genegpt-101110.js"}, runs

@@ -92,8 +92,7 @@ REPORT = (
     # the validated config it cites.
     ReportFile("config.json"),
     ReportFile("ro-crate-metadata.json"),
-    # (in Snakemake's own report as the folder report_page makes: with its runs/)
-    ReportFile("index.html"),
+    ReportFile("index.html", "index", "Report"),
     ReportFile("headline.csv", "headline", "Scores"),
     ReportFile("leaderboard.csv", "leaderboard", "Scores"),
     ReportFile("genesets_leaderboard.csv", "genesets_leaderboard", "Scores"),
@@ -128,5 +127,3 @@ def upstream_path(file) -> str:
 # What the console prints when the workflow ends (the report's paths and leaders),
 # written by the report job so that the ending costs no import of the report code.
 REPORT_CONSOLE_SUMMARY = "logs/report-summary.txt"
-# The page and its runs' files as one folder, for Snakemake's own report.
-REPORT_PAGE_DIR = "results/report-page"

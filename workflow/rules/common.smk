@@ -245,16 +245,6 @@ def get_report_outputs():
     # Its runs' pages (their exports are placed beside them, undeclared: a declared
     # folder gets Snakemake's timestamp file): exactly this config's runs.
     outputs = get_run_pages()
-    # The page with the runs' files it loads, as one folder: Snakemake's own report
-    # (`snakemake --report report.zip`) bundles it whole, so the bundled page shows
-    # every question (hard links to the report's files).
-    page = report(
-        directory(paths.REPORT_PAGE_DIR),
-        htmlindex="index.html",
-        caption="../report/index.rst",
-        category="Report",
-    )
-    outputs.append(page)
     if config.get("report", {}).get("question_scores_csv"):
         outputs.append(f"{paths.REPORT_DIR}/question_scores.csv")
     for file in paths.REPORT:

@@ -68,7 +68,6 @@ def write_report(
         CALLBACK,
         MAX_TEXT_CHARS,
         details_link,
-        place_page_folder,
         place_run_files,
     )
     from .figures import ablation_figure, leaderboard_figure, percentile_figure
@@ -285,7 +284,6 @@ def write_report(
         if p.is_file()
     )
     write_crate(out_dir, described + placed, plan, facts, prov)
-    place_page_folder(out_dir, Path(paths.REPORT_PAGE_DIR))
     missing = [name for name in paths.REPORT_FILES if not (out_dir / name).is_file()]
     if missing:  # the report rule declares every file of paths.REPORT as its output
         raise RuntimeError(f"the report did not write {', '.join(missing)}")

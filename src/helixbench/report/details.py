@@ -126,16 +126,6 @@ def _emptied(out_dir: Path, folder: str) -> Path:
     return target
 
 
-def place_page_folder(report_dir: Path, page_dir: Path) -> None:
-    """The page and its runs' files as one folder (``results/report-page``), for
-    Snakemake's own report to bundle whole: links to the report's files."""
-    shutil.rmtree(page_dir, ignore_errors=True)
-    page_dir.mkdir(parents=True)
-    _link(Path(report_dir) / "index.html", page_dir / "index.html")
-    runs = Path(report_dir) / Path(paths.REPORT_RUNS_DIR).relative_to(paths.REPORT_DIR)
-    shutil.copytree(runs, page_dir / "runs", copy_function=_link)
-
-
 def _link(source, target) -> None:
     try:
         os.link(source, target)
