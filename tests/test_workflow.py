@@ -847,7 +847,8 @@ def eee_validator(tmp_path_factory) -> str:
     """Every Eval Ever's own validator, from the package registry, in its own venv."""
     venv = tmp_path_factory.mktemp("eee") / "venv"
     subprocess.run([_python_312(), "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "every-eval-ever==0.3.0"]
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile"]
+    pip.append("every-eval-ever==0.3.0")
     done = subprocess.run(pip, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     return str(venv / "bin" / "every_eval_ever")

@@ -30,6 +30,8 @@ CODE_CACHE = "resources/cache/code.sqlite"
 # The caches every job shares unless the config names others (tools.cache, model_cache).
 TOOL_CACHE = "resources/cache/tools.sqlite"
 MODEL_CACHE = "resources/cache/models.sqlite"
+# The percentile scorer's background, one name a line (scoring.background).
+PERCENTILE_BACKGROUND = "resources/benchmarks/percentile-background.txt"
 TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
 
 RUNS_DIR = "results/runs"
@@ -115,6 +117,12 @@ REPORT = (
     ReportFile("geneagent_paper.csv"),
     ReportFile("percentile.png", "genesets", "Figures"),
     ReportFile("percentile.svg"),
+    # Hu et al.'s sets: robustness to contamination, their ranks beside ours
+    # (report/robustness.py)
+    ReportFile("robustness.csv", "robustness", "Scores"),
+    ReportFile("hu_ranks.csv"),
+    ReportFile("robustness.png", "robustness", "Figures"),
+    ReportFile("robustness.svg"),
 )
 REPORT_FILES = tuple(f.name for f in REPORT)
 

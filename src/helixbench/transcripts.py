@@ -51,6 +51,9 @@ class QuestionResult:
     # A multiple-choice question's choices as shown, by their indices in the question's
     # own order (the answer is a letter of this order); kept in the record where set.
     presented: list[int] | None = None
+    # The system's own confidence in its answer, where it states one (Hu et al.'s
+    # prompt asks for it); kept in the record where set.
+    confidence: float | None = None
 
     def finish(self, answer: str | None, error: str | None = None) -> QuestionResult:
         self.answer, self.error = answer, error
@@ -68,8 +71,9 @@ def to_record(result: QuestionResult, run: dict, wall_s: float) -> dict:
     # The record is serialised at once: a shallow copy of the result (not asdict's deep
     # one) is all it needs.
     record = {**run, **{f.name: getattr(result, f.name) for f in fields(result)}}
-    if record["presented"] is None:
-        del record["presented"]
+    for optional in ("presented", "confidence"):
+        if record[optional] is None:
+            del record[optional]
     record["events"] = [vars(event) for event in result.events]
     record["wall_s"] = wall_s
     record["finished_at"] = time.time()

@@ -43,6 +43,7 @@ from helixbench.models import SERVING_ENV
 from helixbench.tools.executor import ToolSettings
 from helixbench.datasets.upstream import manifest
 from helixbench.retrieval import corpus_files, user_documents
+from helixbench.scoring.background import go_files
 from helixbench.methods.originals import ORIGINALS
 
 UPSTREAM_MANIFEST = manifest()
@@ -335,6 +336,18 @@ def get_scorer_models_arg():
     if not models:
         return ""
     return f"--scorer-models {shlex.quote(json.dumps(models, sort_keys=True))}"
+
+
+def get_percentile_background(wildcards):
+    return (
+        [paths.PERCENTILE_BACKGROUND]
+        if PLAN.ranks_against_go(get_run(wildcards))
+        else []
+    )
+
+
+def get_background_arg(wildcards, input):
+    return f"--background {shlex.quote(input.background)}" if input.background else ""
 
 
 def get_model_cache():

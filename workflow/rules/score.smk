@@ -1,10 +1,33 @@
 # Stage 4: per-question scores of a run; rescoring never reruns a model.
 
 
+# The percentile scorer's background, built (and encoded) once for every score job
+# that ranks against it: GO's named biological processes, then the datasets' names.
+rule percentile_background:
+    input:
+        questions=paths.QUESTIONS,
+        go=[upstream_path(f) for f in go_files()],
+    output:
+        paths.PERCENTILE_BACKGROUND,
+    log:
+        "logs/score/percentile-background.log",
+    conda:
+        ENVS["score"]
+    threads: 4  # (Snakemake gives it no more than --cores) every score job waits for it
+    params:
+        scoring=verbatim(json.dumps(PLAN.scoring, sort_keys=True)),
+        model_cache=verbatim(get_model_cache()),
+    shell:
+        "python -m helixbench background --questions {input.questions:q} --go {input.go:q}"
+        " --scoring {params.scoring:q} --model-cache {params.model_cache:q}"
+        " --out {output:q} > {log:q} 2>&1"
+
+
 rule score_run:
     input:
         questions=paths.QUESTIONS,
         shards=get_run_shards,
+        background=get_percentile_background,
     output:
         paths.RUN_SCORES,
     log:
@@ -16,7 +39,9 @@ rule score_run:
         scoring=verbatim(json.dumps(PLAN.scoring, sort_keys=True)),
         scorer_models=verbatim(get_scorer_models_arg()),
         model_cache=verbatim(get_model_cache()),
+        background=get_background_arg,
     shell:
         "python -m helixbench score --spec {params.spec:q} --questions {input.questions:q}"
         " --scoring {params.scoring:q} {params.scorer_models} --model-cache {params.model_cache:q}"
+        " {params.background}"
         " --out {output:q} {input.shards:q} > {log:q} 2>&1"

@@ -42,7 +42,8 @@ class Benchmark:
     licence: str
     scorers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # task -> its own
     primary: str = "genegpt"  # its headline metric (the first scorer of most tasks)
-    samples: tuple[str, ...] = ()  # tasks run only where a run names them (toy samples)
+    # Tasks run only where a run names them (toy samples, other groups' sets).
+    samples: tuple[str, ...] = ()
     in_bank: bool = False  # compared with GeneTuring and GeneHop (the question bank section)
     # Its figure over all its questions (LAB-Bench's, as its peers report it), where
     # the others take the mean of their task means.
@@ -99,7 +100,7 @@ def all_tasks() -> list[str]:
 
 
 def is_sample(task: str) -> bool:
-    """A toy sample of a dataset (run only when a run names it)."""
+    """A task run only when a run names it (a toy sample, another group's sets)."""
     return any(task in b.samples for b in registry().values())
 
 

@@ -25,8 +25,9 @@ but for `cache --import`, which adds another machine's replies to the caches.
 """
 EPILOG = """\
 The workflow's rules also call job commands (fetch, questions, snapshot,
-live-snapshot, seed-cache, run, prepare-model, index, score, env, report); they are
-internal, and `helixbench JOB --help` documents each. Guide: docs/ (mkdocs serve).
+live-snapshot, seed-cache, run, prepare-model, index, background, score, env,
+report); they are internal, and `helixbench JOB --help` documents each. Guide:
+docs/ (mkdocs serve).
 """
 USER_COMMANDS = ("plan", "status", "compare", "recordings", "cache")
 # Library loggers that say one line per HTTP request or per batch at INFO: a job's
@@ -215,9 +216,27 @@ def _job_commands(sub) -> None:
         help="config entries (name -> spec, JSON) of the models the scorers ask (judge, extractor)",
     )
     p.add_argument("--model-cache", help="SQLite response cache of the judge's calls")
+    p.add_argument("--background", help="the percentile scorer's names, one a line")
     p.add_argument("--out", required=True, help="the run's scores (JSON lines)")
     p.add_argument("shards", nargs="+", help="the run's shard files")
     p.set_defaults(func=jobs.score)
+
+    p = sub.add_parser(
+        "background",
+        description="The percentile scorer's background: GO's biological-process names "
+        "that carry genes (Hu et al.'s pinned files), then the gene-set datasets' names.",
+    )
+    p.add_argument("--questions", required=True, help="the question table")
+    p.add_argument(
+        "--go",
+        nargs=3,
+        metavar="FILE",
+        help="Hu et al.'s goID_2_name.tab, goID_2_namespace.tab and collapsed_go.symbol",
+    )
+    p.add_argument("--out", required=True, help="the names, one a line")
+    p.add_argument("--scoring", default="{}", help="the config's scoring section as JSON")
+    p.add_argument("--model-cache", help="encode the names into the cache beside this one")
+    p.set_defaults(func=jobs.background)
 
     p = sub.add_parser(
         "summarize",

@@ -101,7 +101,22 @@ def score(args) -> None:
         json.loads(args.scoring),
         scorer_models=json.loads(args.scorer_models) if args.scorer_models else None,
         model_cache=Path(args.model_cache) if args.model_cache else None,
+        background=Path(args.background) if args.background else None,
     )
+
+
+def background(args) -> None:
+    from ..scoring import Scorers
+    from ..scoring.background import read_background, write_background
+
+    go = [Path(p) for p in args.go] if args.go else None
+    count = write_background(Path(args.questions), go, Path(args.out))
+    print(f"{count} background names")
+    if args.model_cache:  # their embeddings, once for every score job that follows
+        names = read_background(Path(args.out))
+        scorers = Scorers(json.loads(args.scoring), model_cache=args.model_cache, candidates=names)
+        scorers.get("percentile").warm()
+        print(f"encoded by {scorers.scored_by('percentile')}")
 
 
 def summarize(args) -> None:

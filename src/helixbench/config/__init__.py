@@ -33,7 +33,13 @@ from ..models import backend
 from ..retrieval import index_key, index_settings
 from ..scoring import DEFAULT_SCORING, MODEL_SCORERS
 from ..sources.answer_keys import answer_key
-from ..sources.published import SourceError, claimed_files, resolve_source, task_file
+from ..sources.published import (
+    SourceError,
+    claimed_files,
+    rank_files,
+    resolve_source,
+    task_file,
+)
 from ..sources.recordings import RECORDINGS, recorded_runs, snapshot_run
 from ..tools.executor import ToolSettings
 from . import plan as plan_module
@@ -132,8 +138,8 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
             if run.get("tasks"):  # a run restricted to some tasks (by name or slug)
                 wanted = set(run["tasks"])
                 new = [t for t in new if t.task in wanted or t.task_slug in wanted]
-            else:  # toy samples of a dataset run only when named
-                new = [t for t in new if not is_sample(t.task)]
+            else:  # toy samples, other groups' sets: only when named (or imported)
+                new = [t for t in new if not is_sample(t.task) or t.imported is not None]
             if method_spec["kind"] == "gsea-top1":
                 new = [replace(t, gsea_terms=RECORDED_GSEA.get(t.task)) for t in new]
             if method_spec["kind"] == "brad":
@@ -163,6 +169,11 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
         model: {b: f for b, f in claimed_files(source).items() if available(f.url, mirror)}
         for model, source in sources.items()
     }
+    # A source's own similarity ranks (Hu et al.'s), beside our percentile.
+    references = {
+        model: {t: f for t, f in rank_files(source).items() if available(f.url, mirror)}
+        for model, source in sources.items()
+    }
     plan_module.UNSANDBOXED.clear()  # the labels this plan's report prints mark them
     plan_module.UNSANDBOXED.update(
         t.method
@@ -180,6 +191,7 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
         sources,
         claims,
         indexes,
+        references,
     )
 
 
@@ -448,6 +460,7 @@ def _imported_tasks(of_run: _RunConfig, benchmark: str, sources: dict):
             files[task] = (file, {"imported": file, "imported_format": source["format"]})
     origin = f"published in {source['name']}"
     tasks, notes, absent = _tasks_from_files(of_run, benchmark, files, origin)
+    absent = [task for task in absent if not is_sample(task)]
     if absent:
         message = f"{source['name']} has no pinned output for " + ", ".join(absent)
         notes.append(of_run.note(benchmark, "note", message))

@@ -19,6 +19,8 @@ from ..datasets.upstream import UpstreamFile, manifest
 from ..models import SERVING_SETTINGS, Backend, backend
 from ..paths import upstream_path
 from ..retrieval import corpus_files
+from ..scoring import scorers_for
+from ..scoring.background import go_files
 from ..sources.recordings import RecordedRun
 
 # The agent methods of the plan last built that run without a sandbox (`sandbox:
@@ -275,6 +277,7 @@ class Plan:
     sources: dict = field(default_factory=dict)  # imported model -> its resolved source
     claims: dict = field(default_factory=dict)  # imported model -> {benchmark: claim file}
     indexes: dict = field(default_factory=dict)  # corpus index key -> its settings (brad)
+    references: dict = field(default_factory=dict)  # imported model -> {task: its ranks file}
 
     def __post_init__(self):
         grouped: dict[tuple[str, str], list[RunTask]] = {}
@@ -324,10 +327,22 @@ class Plan:
         files += [t.imported for t in self.tasks if t.imported is not None]
         files += [t.gsea_terms for t in self.tasks if t.gsea_terms is not None]
         files += [f for claims in self.claims.values() for f in claims.values()]
+        files += [f for ranks in self.references.values() for f in ranks.values()]
         files += [f for s in self.indexes.values() for f in corpus_files(s["corpus"])]
         pinned = manifest()
         files += [pinned[p] for t in self.tasks for p in t.method_spec.get("upstream", [])]
+        if any(self.ranks_against_go(run) for run in self.runs):
+            files += go_files()
         return list(dict.fromkeys(files))
+
+    def ranks_against_go(self, run: Run) -> bool:
+        """Whether the run's percentile scores rank against the GO background (built
+        once, by its own job, from the pinned GO files): the default, unless the config
+        names a candidates file or ``background: datasets``."""
+        settings = self.scoring.get("percentile", {})
+        if settings.get("candidates") or settings.get("background", "go") != "go":
+            return False
+        return any("percentile" in scorers_for(t.task, self.scoring) for t in run.tasks)
 
     def pinned(self, relpath: str) -> UpstreamFile | None:
         """The planned upstream file at ``relpath`` (pinned by the manifest or the config)."""

@@ -36,6 +36,10 @@ GENETURING2025_REPO = "Winnie09/GeneTuring"
 GENETURING2025_COMMIT = "4bc94391321991125bddfe0a726f35b87495fd6f"
 BIORAGENT_REPO = "23AIBox/BioRAGent"
 BIORAGENT_COMMIT = "3a4c66f91b50c6d1451c37e322e596be76b6ad85"
+# Hu et al. (Nature Methods 2025), the GeneAgent paper's baseline: GO files and
+# their published runs (MIT).
+HU_REPO = "idekerlab/llm_evaluation_for_gene_set_interpretation"
+HU_COMMIT = "fa7c98705c68a14e5bb236c511f682fed1e58f99"
 
 
 @dataclass(frozen=True)

@@ -32,17 +32,19 @@ class ImportedAnswers:
         if item is None:
             return result.finish(answer=None, error="missing_in_source")
         result.events = transcript(item, self.url_rule)
+        result.confidence = item.confidence
         error = item.answer if item.answer in LOOP_ERRORS else None
         return result.finish(answer=item.answer, error=error)
 
 
 def transcript(item: ImportedItem, url_rule: str = "first") -> list[Event]:
     """The item's model calls and tool calls (read with ``url_rule``) as events."""
-    if not item.steps:  # task_dict: the system's own account, no calls logged
+    if not item.steps:  # task_dict, geneagent, hu: the system's own account, no calls logged
         data = {
             "prompt_increment": None,
             "completion": item.answer,
             "thoughts": item.thoughts,
+            **({"confidence": item.confidence} if item.confidence is not None else {}),
             "cache": "imported",
             "error": None,
         }

@@ -42,6 +42,7 @@ from .protocols import protocol_table, protocol_tests
 from .provenance import built_from, provenance
 from .question_bank import CITATIONS, bank_layout, overlap_golds, overlap_table
 from .records import load_scores, primary_metric, score_index
+from .robustness import rank_table, robustness_table
 from .text import fmt
 from .tool_replies import export_code_executions, export_tool_replies
 
@@ -70,7 +71,12 @@ def write_report(
         details_link,
         place_run_files,
     )
-    from .figures import ablation_figure, leaderboard_figure, percentile_figure
+    from .figures import (
+        ablation_figure,
+        leaderboard_figure,
+        percentile_figure,
+        robustness_figure,
+    )
     from .html import html_table, inline_svg, write_html
 
     out_dir = Path(out_dir)
@@ -120,6 +126,8 @@ def write_report(
         "agents": with_shared_prompts(joined_rows(plan, summaries, "agents"), summaries),
         "genesets": geneset_table(plan, summary, facts),
         "geneagent_paper": geneagent_paper_table(plan, scores, summary),
+        "robustness": robustness_table(plan, summary),
+        "hu_ranks": rank_table(plan, scores, questions),
     }
     for name, table in csv_tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
@@ -148,6 +156,7 @@ def write_report(
     }
     table4 = table4_agreement(plan, taxonomy)
     percentile_figure(geneset_percentiles(plan, scores), out_dir)
+    robustness_figure(csv_tables["robustness"], out_dir)
     imported = imported_runs(plan, board)
     leaderboard_figure(board, out_dir)
     ablation_figure(ablation, out_dir)
@@ -190,6 +199,8 @@ def write_report(
         "imported": imported,
         "genesets": genesets,
         "geneagent_paper": csv_tables["geneagent_paper"],
+        "robustness": csv_tables["robustness"],
+        "hu_ranks": csv_tables["hu_ranks"],
         "bank": bank_section if covered else None,
     }
     notes = plan.notes + [w for s in summaries.values() for w in s["warnings"]]
@@ -240,6 +251,12 @@ def write_report(
                 )
                 if not csv_tables["geneagent_paper"].empty
                 else None,
+                "robustness": html_table(csv_tables["robustness"], "robustness.csv")
+                if not csv_tables["robustness"].empty
+                else None,
+                "hu_ranks": html_table(csv_tables["hu_ranks"], "hu_ranks.csv")
+                if not csv_tables["hu_ranks"].empty
+                else None,
                 "bank_leaderboard": html_table(bank_board, "question_bank_leaderboard.csv")
                 if covered
                 else None,
@@ -289,4 +306,4 @@ def write_report(
         raise RuntimeError(f"the report did not write {', '.join(missing)}")
 
 
-FIGURE_NAMES = ("leaderboard", "ablation", "percentile")
+FIGURE_NAMES = ("leaderboard", "ablation", "percentile", "robustness")

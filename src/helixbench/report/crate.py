@@ -59,6 +59,8 @@ DESCRIPTIONS = {
     "ablation.svg": "the ablation figure (SVG)",
     "percentile.svg": "the gene-set percentile figure (SVG)",
     "geneagent_paper.csv": "GeneAgent's paper beside our scoring of its own generations",
+    "hu_ranks.csv": "Hu et al.'s own similarity ranks of the true names beside our percentile",
+    "robustness.svg": "the robustness figure (SVG)",
 }
 
 

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 FORMATS = ("png", "svg")
-FIGURES = ("leaderboard", "ablation", "percentile")
+FIGURES = ("leaderboard", "ablation", "percentile", "robustness")
 # Narrow enough that a phone shows the figure near its natural size (about 460 px):
 # its text stays readable at 420 px wide, and wider screens scale it up.
 WIDTH_IN = 4.8
@@ -137,3 +137,27 @@ def percentile_figure(percentiles: pd.DataFrame, out_dir: Path) -> None:
     ax.set_ylabel("share of sets at or above", fontsize=9)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize=8, frameon=False)
     _save(fig, out_dir, "percentile")
+
+
+def robustness_figure(robustness: pd.DataFrame, out_dir: Path) -> None:
+    """Hu et al.'s Fig. 3 in our terms: per run on their sets at each contamination
+    level, the share of sets named (left) and the mean stated confidence (right)."""
+    levels = robustness[robustness.task.str.startswith("Hu GO 100")]
+    levels = levels.groupby("run").filter(lambda g: g.contamination.nunique() > 1)
+    if levels.empty:
+        message = "no run on Hu et al.'s sets at two or more contamination levels"
+        return _save(_empty(message), out_dir, "robustness")
+    fig, axes = plt.subplots(1, 2, figsize=(WIDTH_IN, 2.8), sharex=True)
+    for run, group in levels.groupby("run", sort=False):
+        group = group.sort_values("contamination")
+        for ax, metric in zip(axes, ("named", "confidence"), strict=True):
+            shown = group.dropna(subset=[metric])
+            ax.plot(shown.contamination, shown[metric], marker="o", label=run)
+    for ax, title in zip(axes, ("share of sets named", "mean stated confidence"), strict=True):
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks([0, 50, 100])
+        ax.set_xlabel("genes replaced (%)", fontsize=8)
+        ax.set_ylim(0, 1.02)
+        ax.tick_params(labelsize=8)
+    axes[0].legend(loc="upper center", bbox_to_anchor=(1.1, -0.3), fontsize=8, frameon=False)
+    _save(fig, out_dir, "robustness")

@@ -6,17 +6,19 @@ The paper's ± is the standard error of the mean (the sample standard deviation 
 the sets, divided by the square root of their number): GeneAgent's MSigDB files give
 its stated 0.047 (ROUGE-L) and 0.044 (ROUGE-2) to 3 decimals. ``in_90th_percentile``
 counts the sets whose true name is closer to the answer than 90% of the background
-names are (the paper: 12,320 GO terms and the three datasets' names; ours: the
-scorer's background, which the table states).
+names are (the paper: 12,214 GO terms and the NeST and MSigDB names, 12,320 in all;
+ours: the scorer's background, whose size the table states beside the paper's).
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
 from ..config.plan import Plan
+from ..scoring.background import PAPER_BACKGROUND
 from .text import fmt_interval
 
 
@@ -48,7 +50,10 @@ PAPER_COLUMNS = [
     "paper",
     "paper_pm",
     "scored_by",
+    "background",
 ]
+# The background's size, as the percentile scorer's label states it.
+BACKGROUND_SIZE = re.compile(r"([\d,]+) background names")
 
 
 def geneagent_paper_table(plan: Plan, scores: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
@@ -73,6 +78,7 @@ def geneagent_paper_table(plan: Plan, scores: pd.DataFrame, summary: pd.DataFram
         shown = "in_90th_percentile" if count else metric
         paper = PAPER.get((task, shown), {}).get(source, (None, None))
         hit = intervals.get((group.model.iloc[0], group.method.iloc[0], task, metric))
+        scored_by = next((s for s in group.scored_by.dropna()), None)
         sem = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else None
         rows.append(
             {
@@ -86,7 +92,8 @@ def geneagent_paper_table(plan: Plan, scores: pd.DataFrame, summary: pd.DataFram
                 "ours_ci": "" if count or hit is None else fmt_interval(hit.ci_low, hit.ci_high),
                 "paper": paper[0],
                 "paper_pm": paper[1],
-                "scored_by": next((s for s in group.scored_by.dropna()), None),
+                "scored_by": scored_by,
+                "background": _background_size(scored_by) if count else None,
             }
         )
     order = {m: i for i, m in enumerate(("rougeL", "rouge1", "rouge2", "embedding"))}
@@ -108,7 +115,14 @@ def paper_layout(table: pd.DataFrame) -> pd.DataFrame:
         row[f"{r.system} (paper)"] = _figure(r.paper, r.paper_pm) or "-"
         if isinstance(r.scored_by, str):
             row["scored by"] = r.scored_by
+        if pd.notna(r.background):
+            row["background"] = f"{int(r.background):,} names (paper: {PAPER_BACKGROUND:,})"
     return pd.DataFrame(list(rows.values()))
+
+
+def _background_size(scored_by: str | None) -> int | None:
+    found = BACKGROUND_SIZE.search(scored_by or "")
+    return int(found.group(1).replace(",", "")) if found else None
 
 
 def _figure(value, pm) -> str:

@@ -243,6 +243,15 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             if tables["geneagent_paper"].empty
             else GENEAGENT_PAPER_TEXT + md_table(paper_layout(tables["geneagent_paper"])),
         ),
+        (
+            "Hu et al.'s gene sets: robustness to contamination",
+            None
+            if tables["robustness"].empty
+            else ROBUSTNESS_TEXT
+            + md_table(tables["robustness"], csv="robustness.csv")
+            + ("\n\n" + RANKS_TEXT + md_table(tables["hu_ranks"], csv="hu_ranks.csv"))
+            * (not tables["hu_ranks"].empty),
+        ),
         ("Replay fidelity", None if replay.empty else _replay_text(replay)),
         (
             "Paired tests between runs",
@@ -369,8 +378,21 @@ Ours: the mean ± its standard error (the paper's ±), over the sets; ROUGE F-me
 with stemming after GeneAgent's cleaning; `embedding` by the encoder
 `geneagent_paper.csv` names (`scored_by`: MedCPT where the Hugging Face cache has it,
 else a stand-in, which the paper's figures do not apply to); `in_90th_percentile`:
-sets whose true name is closer to the answer than 90% of our background names (the
-paper's background: 12,320 terms).
+sets whose true name is closer to the answer than 90% of our background names (their
+number beside the paper's 12,320 in the `background` column).
+
+"""
+ROBUSTNESS_TEXT = """\
+Hu et al.'s GO sets, at 0%, 50% and 100% of their genes replaced at random: per run,
+the share of sets it names a process for (`named`; "System of unrelated proteins"
+names none, the right reply to random genes) and its mean stated `confidence`, each
+with its 95% bootstrap interval. Figure: `robustness.png`.
+
+"""
+RANKS_TEXT = """\
+Hu et al.'s own ranks of each real set's true name (their `simrank` files: SapBERT,
+their GO background) beside our `percentile` on the same sets, each with its
+encoder and background: the mean and the sets at or above the 90th percentile.
 
 """
 PAIRED_TEXT = """\

@@ -13,13 +13,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..benchmarks import is_sample
 from ..datasets.overlap import ASKED_ONCE
 from ..datasets.questions import Question, read_questions
 from ..digests import sha256_json, sha256_text
 from ..methods import TaskContext, prepare
 from ..models import ModelError, backend, create_model, serving_settings
 from ..scoring import Scorers
+from ..scoring.background import dataset_names, read_background
 from ..sources.recordings import RecordingReader
 from ..transcripts import ShardWriter, read_records, to_record
 from .health import shard_warnings
@@ -277,13 +277,14 @@ def score_run(
     scoring: dict,
     scorer_models: dict | None = None,
     model_cache: Path | None = None,
+    background: Path | None = None,
 ) -> None:
     """Per-question scores of one run, one JSON line per (question, metric); the
-    scorers of each task come from ``scoring`` (the config's section)."""
+    scorers of each task come from ``scoring`` (the config's section). ``background``:
+    the percentile scorer's names (one a line); else the three datasets' names."""
     every = read_questions(questions_path)
     questions = {q.id: q for q in every}
-    # The default background of the percentile scorer: every name of the three datasets.
-    names = sorted({q.gold for q in every if q.benchmark == "genesets" and not is_sample(q.task)})
+    names = read_background(background) if background else dataset_names(every)
     scorers = Scorers(scoring, scorer_models, model_cache, candidates=names)
     records = [record for path in shard_paths for record in read_records(path)]
     by_id = {record["question_id"]: record for record in records}

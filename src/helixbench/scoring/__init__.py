@@ -25,6 +25,8 @@ Which scorers score a task comes from the config's ``scoring`` section:
 - ``accuracy``, ``precision``, ``coverage``: a multiple-choice question's, scored
   from the record (the choice picked, by its place): right, right among answered,
   answered (:mod:`.choice`).
+- ``named``: a gene-set reply names a process (not "System of unrelated proteins");
+  ``confidence``: the model's own confidence score, from the record (:mod:`.stated`).
 
 GeneTuring 2025's and BioRAGent's tasks that ask what a GeneTuring task asks take its
 rules in ``genegpt``, ``strict`` and ``extracted`` (:data:`.genegpt.SAME_RULES`).
@@ -42,6 +44,7 @@ from .genegpt import genegpt_score
 from .labels import tf_label, yes_no
 from .lists import list_precision, list_recall, names_f1, names_precision, names_recall
 from .sequence import sequence_exact, sequence_identity
+from .stated import RECORD_SCORERS, named
 from .strict import alias_recall, strict_score
 from .text import ROUGE_TYPES, EmbeddingScorer, PercentileScorer, rouge_scorer_for
 
@@ -87,10 +90,12 @@ PLAIN_SCORERS: dict[str, Scorer] = {
     "names_f1": names_f1,
     "tf_label": tf_label,
     "yes_no": yes_no,
+    "named": named,
 }
 SCORER_NAMES = (
     *PLAIN_SCORERS,
     *CHOICE_SCORERS,
+    *RECORD_SCORERS,
     "embedding",
     "percentile",
     "judge",
@@ -150,6 +155,8 @@ class Scorers:
             return PLAIN_SCORERS[name]
         if name in CHOICE_SCORERS:
             return CHOICE_SCORERS[name]
+        if name in RECORD_SCORERS:
+            return RECORD_SCORERS[name]
         if name == "embedding":
             return EmbeddingScorer(self.scoring.get("embedding"))
         if name == "percentile":

@@ -169,7 +169,7 @@ class PercentileScorer:
 
     ``candidates``: the background names (the gold itself is left out of them);
     ``cache_dir``: where their embeddings are kept, so that the score jobs of a run
-    (and of later runs) encode the ~1,100 default names once per machine, not each.
+    (and of later runs) encode the ~11,000 default names once per machine, not each.
     """
 
     def __init__(
@@ -184,7 +184,7 @@ class PercentileScorer:
         return {"embedding": self.embedding.identity(), "candidates": len(self.candidates)}
 
     def label(self) -> str:
-        return f"{self.embedding.label()}, {len(self.candidates)} background names"
+        return f"{self.embedding.label()}, {len(self.candidates):,} background names"
 
     def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
         if not isinstance(gold, str) or not self.candidates:
@@ -201,6 +201,12 @@ class PercentileScorer:
             if clean_text(name) != clean_text(gold)
         ]
         return sum(s < true for s in others) / len(others)
+
+    def warm(self) -> None:
+        """Encode the candidates now (into the cache, where there is one), so that the
+        score jobs that follow read them instead of each encoding them."""
+        if self._matrix is None:
+            self._matrix = self._candidate_matrix()
 
     def _candidate_matrix(self):
         """The candidates' embeddings, from the cache when the same model (and library

@@ -9,7 +9,10 @@ three formats:
   prediction}}}`` where ``prediction`` is the system's answer and ``answer`` the
   source's gold (hamzameer/GeneGPT-Tool-use-in-LLMs);
 - ``geneagent``: GeneAgent's outputs, one text file per gene-set dataset, a block
-  per set (:mod:`.geneagent_outputs`: how blocks are read and paired with sets).
+  per set (:mod:`.geneagent_outputs`: how blocks are read and paired with sets);
+- ``hu``: Hu et al.'s processed runs, a TSV row per set with the set's genes at each
+  contamination level and, per level, the model's ``<model>_<level> Name``,
+  ``Analysis`` and ``Score`` (its own confidence) columns.
 
 Questions are matched to ours verbatim (gene sets: by the alignment of
 :mod:`.geneagent_outputs`); golds always come from our benchmark files. A source's
@@ -21,14 +24,17 @@ pinned manifest.
 
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..benchmarks.genesets import HU_TASKS
 from ..datasets.jsonfiles import read_json, read_text
-from ..datasets.upstream import UNKNOWN, UpstreamFile, manifest
+from ..datasets.upstream import HU_COMMIT, HU_REPO, UNKNOWN, UpstreamFile, manifest
 from .geneagent_outputs import align, read_blocks
 
-FORMATS = ("genegpt", "task_dict", "geneagent")
+FORMATS = ("genegpt", "task_dict", "geneagent", "hu")
 
 # Other repositories' spellings of our (upstream GeneGPT's) task names.
 SPELLINGS = {
@@ -94,6 +100,37 @@ def _geneagent(commit: str, model: str, prompt: str, files: dict) -> dict:
     }
 
 
+HU_PAPER = (
+    "Hu et al., Evaluation of large language models for discovery of gene set function, "
+    "Nature Methods 2025; idekerlab/llm_evaluation_for_gene_set_interpretation"
+)
+HU_PROMPT = "Hu et al.'s prompt (a name, an analysis and a confidence score)"
+# Task -> the genes column of its contamination level (its answers' columns follow).
+HU_LEVELS = {task: genes for task, (genes, _compared, _level) in HU_TASKS.items()}
+
+
+def _hu(model: str, file: str, tasks: tuple[str, ...], ranks: str) -> dict:
+    base = "data/GO_term_analysis"
+    return {
+        "repo": HU_REPO,
+        "commit": HU_COMMIT,
+        "format": "hu",
+        "model": model,
+        "prompt": HU_PROMPT,
+        "files": {"genesets": dict.fromkeys(tasks, f"{base}/{file}")},
+        # Their own background percentile of each set's true name (SapBERT, their GO
+        # background), of the real genes' name: the report sets ours beside it.
+        "ranks": {tasks[0]: f"{base}/{ranks}"},
+        "cite": HU_PAPER,
+    }
+
+
+def _hu_compared(model: str, file: str) -> dict:
+    compare = "model_compare/{}LLM_processed_model_compare_100set_" + file + ".tsv"
+    return _hu(model, compare.format(""), HU_COMPARED, compare.format("sim_rank_"))
+
+
+HU_COMPARED = tuple(task for task, (_genes, compared, _level) in HU_TASKS.items() if compared)
 QWEN_PROMPT = "GeneGPT prompt as modified by OpenBioLLM"
 SOURCES = {
     "openbiollm/pre_qwen32b": _openbiollm(
@@ -136,6 +173,19 @@ SOURCES = {
             "NeST": "Outputs/GeneAgent/Cascade/NeST_Final_Response_GeneAgent.txt",
         },
     ),
+    # Hu et al.'s runs: GPT-4 on their 1,000 GO sets, five models on 100 of them at
+    # three contamination levels.
+    "hu/gpt-4-1000": _hu(
+        "GPT-4",
+        "LLM_processed_selected_1000_go_terms.tsv",
+        ("Hu GO 1000",),
+        "simrank_LLM_processed_selected_1000_go_terms.tsv",
+    ),
+    "hu/gpt-4": _hu_compared("GPT-4", "gpt_4"),
+    "hu/gpt-3.5": _hu_compared("GPT-3.5", "gpt_35"),
+    "hu/gemini-pro": _hu_compared("Gemini Pro", "gemini_pro"),
+    "hu/llama2-70b": _hu_compared("Llama 2 70B", "llama2_70b"),
+    "hu/mixtral": _hu_compared("Mixtral Instruct", "mixtral_instruct"),
 }
 
 
@@ -202,6 +252,16 @@ def claimed_files(source: dict) -> dict[str, UpstreamFile]:
     return files
 
 
+def rank_files(source: dict) -> dict[str, UpstreamFile]:
+    """Task -> the pinned file of the source's own similarity ranks (Hu et al.'s)."""
+    files = {}
+    for task, path in source.get("ranks", {}).items():
+        file = pinned_file(source, path)
+        if file is not None:
+            files[task] = file
+    return files
+
+
 def canonical_task(name: str) -> str:
     return _CANONICAL.get(name, name)
 
@@ -212,6 +272,7 @@ class ImportedItem:
     answer: str | None  # the system's final text
     steps: list[tuple[str, str]] = field(default_factory=list)  # genegpt: [prompt, completion]
     thoughts: str | None = None  # task_dict: the system's account of what it did
+    confidence: float | None = None  # hu: the model's own confidence in its name
 
 
 def _as_text(value) -> str | None:
@@ -231,6 +292,8 @@ def load_items(
     question texts in dataset order (``geneagent``: what its blocks are paired with)."""
     if fmt == "geneagent":
         return _geneagent_items(read_text(path, sha256), questions), 0
+    if fmt == "hu":
+        return _hu_items(read_text(path, sha256), task)
     data = read_json(path, sha256)
     items: dict[str, ImportedItem] = {}
     duplicates = 0
@@ -271,6 +334,34 @@ def _geneagent_items(text: str, questions: list[str]) -> dict[str, ImportedItem]
             "", blocks[j].name, thoughts=blocks[j].text
         )
     return items
+
+
+def _hu_items(text: str, task: str) -> tuple[dict[str, ImportedItem], int]:
+    """A Hu et al. file's answers for ``task`` (its contamination level), by the set's
+    genes at that level (our question text)."""
+    if task not in HU_LEVELS:
+        raise SourceError(f"a hu-format file answers Hu et al.'s tasks only, not {task!r}")
+    genes_column = HU_LEVELS[task]
+    level = genes_column.removesuffix("_Genes") if genes_column != "Genes" else "default"
+    rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+    names = [c for c in (rows[0] if rows else {}) if c.endswith(f"_{level} Name")]
+    if len(names) != 1:
+        raise SourceError(f"a hu-format file needs one '<model>_{level} Name' column: {names}")
+    prefix = names[0].removesuffix(" Name")
+    items, duplicates = {}, 0
+    for row in rows:
+        genes = " ".join(row[genes_column].split())
+        if genes in items:
+            duplicates += 1
+            continue
+        score = (row.get(f"{prefix} Score") or "").strip()
+        items[genes] = ImportedItem(
+            genes,
+            row[f"{prefix} Name"].strip() or None,
+            thoughts=row.get(f"{prefix} Analysis"),
+            confidence=float(score) if score else None,
+        )
+    return items, duplicates
 
 
 def coverage(items: dict[str, ImportedItem], questions: list[str], duplicates: int) -> dict:
