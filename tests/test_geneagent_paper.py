@@ -74,6 +74,15 @@ def test_the_example_reproduces_the_papers_figures_from_its_generations(mirror, 
     gpt4 = imports["gpt-4 / imported", "MSigDB"]
     assert (gpt4["source_items"], gpt4["matched"], gpt4["unmatched"]) == ("59", "56", "3")
     assert "GeneAgent's paper, from its own generations" in (report / "report.md").read_text()
+    # The percentile's background: GO's named processes and the datasets' names, its
+    # size beside the paper's; our count of sets in the 90th beside the paper's.
+    background = (tmp_path / "resources/benchmarks/percentile-background.txt").read_text()
+    assert len(background.splitlines()) == 11_143
+    for system, paper in (("GPT-4", 40), ("GeneAgent", 46)):
+        row = figure["MSigDB", "in_90th_percentile", system]
+        assert float(row["paper"]) == paper and row["background"] == "11143", row
+        assert 0 < float(row["ours"]) <= 56 and "11,143 background names" in row["scored_by"]
+    assert "| 11,143 names (paper: 12,320) |" in (report / "report.md").read_text()
 
 
 def test_blocks_are_named_and_paired_by_the_genes_they_name():

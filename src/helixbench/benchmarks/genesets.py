@@ -47,14 +47,16 @@ HU_COMPARED = lookup(
 HU_TASKS = {
     "Hu GO 1000": ("Genes", False, 0),
     "Hu GO 100": ("Genes", True, 0),
-    "Hu GO 100, 50% contaminated": ("50perc_contaminated_Genes", True, 50),
-    "Hu GO 100, 100% contaminated": ("100perc_contaminated_Genes", True, 100),
+    "Hu GO 100 (50% contaminated)": ("50perc_contaminated_Genes", True, 50),
+    "Hu GO 100 (100% contaminated)": ("100perc_contaminated_Genes", True, 100),
 }
 # The dataset each task's sets come from (a toy file samples its dataset; Hu et al.'s
 # sets are GO's, so the GO source is masked for them as for GeneAgent's).
 DATASET = {task: task.removesuffix(" toy") for task in FILES} | dict.fromkeys(HU_TASKS, "GO")
 SCORERS = ("embedding", "rougeL", "rouge1", "rouge2", "percentile")
-HU_SCORERS = (*SCORERS, "named", "confidence")
+# A contaminated set's name is not its term's (Hu et al. score it by whether the model
+# still names a process, and how sure it says it is).
+HU_SCORERS = {0: (*SCORERS, "named", "confidence"), 50: ("named", "confidence")}
 
 
 def load_genesets(task: str, path) -> list[Question]:
@@ -99,7 +101,8 @@ BENCHMARKS = (
         files=(*(f for f, *_ in FILES.values()), HU_SETS, HU_COMPARED),
         modules={"": (*FILES, *HU_TASKS)},
         load=_load,
-        scorers=dict.fromkeys(FILES, SCORERS) | dict.fromkeys(HU_TASKS, HU_SCORERS),
+        scorers=dict.fromkeys(FILES, SCORERS)
+        | {task: HU_SCORERS[min(level, 50)] for task, (*_, level) in HU_TASKS.items()},
         primary="embedding",
         samples=(*(t for t in FILES if t.endswith(" toy")), *HU_TASKS),
         citation=(

@@ -100,6 +100,7 @@ def geneagent_paper_table(plan: Plan, scores: pd.DataFrame, summary: pd.DataFram
     table = pd.DataFrame(rows, columns=PAPER_COLUMNS)
     if table.empty:
         return table
+    table["background"] = table.background.astype("Int64")  # a count, or none
     table["_order"] = table.metric.map(lambda m: order.get(m, 9))
     table = table.sort_values(["dataset", "_order", "system"], kind="stable")
     return table.drop(columns="_order").reset_index(drop=True)
