@@ -61,19 +61,18 @@ def run_snakemake(
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
 
 
-@pytest.fixture(scope="session")
-def inspect_env(tmp_path_factory) -> str:
-    """Inspect's environment (workflow/envs/peers/inspect.yaml: Inspect AI,
-    inspect_evals), built from the package registry as the workflow builds it, once
-    for every test process of the run (a lock keyed by the file's digest)."""
+def _shared_env(tmp_path_factory, name: str) -> str:
+    """The environment of ``workflow/envs/peers/<name>.yaml``, built from the package
+    registry as the workflow builds it, once for every test process of the run (a
+    lock keyed by the file's digest); its marker."""
     import fcntl
     import hashlib
 
     from helixbench.environments import build
 
-    spec = REPO_ROOT / "workflow" / "envs" / "peers" / "inspect.yaml"
+    spec = REPO_ROOT / "workflow" / "envs" / "peers" / f"{name}.yaml"
     digest = hashlib.sha256(spec.read_bytes()).hexdigest()[:12]
-    shared = tmp_path_factory.getbasetemp().parent / f"inspect-env-{digest}"
+    shared = tmp_path_factory.getbasetemp().parent / f"{name}-env-{digest}"
     shared.mkdir(exist_ok=True)
     marker = shared / "env.json"
     with open(shared / ".lock", "w") as lock:
@@ -81,6 +80,18 @@ def inspect_env(tmp_path_factory) -> str:
         if not marker.exists():
             build(spec, marker)
     return str(marker)
+
+
+@pytest.fixture(scope="session")
+def inspect_env(tmp_path_factory) -> str:
+    """Inspect's environment (Inspect AI, inspect_evals)."""
+    return _shared_env(tmp_path_factory, "inspect")
+
+
+@pytest.fixture(scope="session")
+def ragas_env(tmp_path_factory) -> str:
+    """RAGAs' environment (ragas and LangChain's OpenAI client)."""
+    return _shared_env(tmp_path_factory, "ragas")
 
 
 @pytest.fixture(scope="session")

@@ -149,6 +149,7 @@ def test_plan_check_names_each_runs_missing_key_silent_server_and_missing_file(
     monkeypatch.delenv("HELIXBENCH_TEST_PLAN_KEY", raising=False)
     monkeypatch.setenv("HELIXBENCH_MIRROR", str(tmp_path / "empty-mirror"))
     (tmp_path / "empty-mirror").mkdir()
+    monkeypatch.chdir(tmp_path)  # no local copy either (a checkout's resources/ may hold one)
     with OpenAIServer() as server:
         served = {"backend": "openai", "api": "chat", "model": "m"}
         config = {

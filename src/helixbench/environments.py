@@ -52,6 +52,12 @@ def freeze(python: str) -> list[str]:
     return sorted(line for line in out.stdout.splitlines() if line and not line.startswith("#"))
 
 
+def _ask(python: str, code: str) -> str:
+    """What ``code`` prints when ``python`` runs it."""
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
 def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
     started = time.perf_counter()
     if in_place:
@@ -66,20 +72,10 @@ def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
         # Byte-compiled on every core at once (pip compiles file by file, a third of
         # the build), so that code run later from a read-only mount need not compile.
         # Some packages ship files no Python 3 compiles; pip skips them too.
-        site = subprocess.run(
-            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        site = _ask(python, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
         subprocess.run([python, "-m", "compileall", "-q", "-j", "0", site], capture_output=True)
         built_with = "venv"
-    version = subprocess.run(
-        [python, "-c", "import platform; print(platform.python_version())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    version = _ask(python, "import platform; print(platform.python_version())")
     marker = {
         "name": env_file.stem,
         "python": python,

@@ -37,6 +37,9 @@ TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded too
 RUNS_DIR = "results/runs"
 RUN_SHARD = RUNS_DIR + "/{model}/{method}/shard-{shard}-of-{shards}.jsonl"
 RUN_SCORES = "results/scores/{model}/{method}.jsonl"
+# The calls of the run's model-based scorers that judge with a model (RAGAs' judge),
+# by question: JSON lines {question_id, events}.
+RUN_JUDGE_CALLS = "results/judge-calls/{model}/{method}.jsonl"
 # A run's share of the report, written by its own job (report/run_summary.py).
 SUMMARIES_DIR = "results/summaries"
 RUN_SUMMARY_DIR = SUMMARIES_DIR + "/{model}/{method}"
@@ -119,6 +122,7 @@ REPORT = (
     ReportFile("percentile.svg"),
     # Hu et al.'s sets: robustness to contamination, their ranks beside ours
     # (report/robustness.py)
+    ReportFile("ragas.csv", "ragas", "Scores"),  # RAGAs per retrieval run (rag_assessment.py)
     ReportFile("robustness.csv", "robustness", "Scores"),
     ReportFile("hu_ranks.csv"),
     ReportFile("robustness.png", "robustness", "Figures"),

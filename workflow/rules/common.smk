@@ -44,6 +44,7 @@ from helixbench.tools.executor import ToolSettings
 from helixbench.datasets.upstream import manifest
 from helixbench.retrieval import corpus_files, user_documents
 from helixbench.scoring.background import go_files
+from helixbench.scoring.rag_assessment import applies as ragas_applies
 from helixbench.methods.originals import ORIGINALS
 
 UPSTREAM_MANIFEST = manifest()
@@ -187,6 +188,7 @@ def get_original_env_conda(wildcards):
 
 EXPORTS = config.get("report", {}).get("exports", [])
 INSPECT_ENV = paths.PEER_ENV
+RAGAS_ENV = paths.ORIGINAL_ENV.format(env="ragas")
 
 
 def get_export_inputs(wildcards):
@@ -330,8 +332,10 @@ def get_seed_files(wildcards):
 
 
 def get_scorer_models_arg():
-    """The config entries of the models the scorers ask (judge, extractor), as JSON."""
+    """The config entries of the models the scorers ask (judge, extractor, RAGAs'
+    judge), as JSON."""
     names = [PLAN.scoring.get(key, {}).get("model") for key in ("judge", "extractor")]
+    names.append(PLAN.scoring.get("ragas", {}).get("judge"))
     models = {name: config["models"][name] for name in names if name}
     if not models:
         return ""
@@ -340,6 +344,15 @@ def get_scorer_models_arg():
 
 def get_percentile_background(wildcards):
     return paths.PERCENTILE_BACKGROUND if PLAN.ranks_against_go(get_run(wildcards)) else []
+
+
+def get_ragas_env(wildcards):
+    """RAGAs' environment, for a run RAGAs scores (scoring.ragas)."""
+    return RAGAS_ENV if ragas_applies(get_run(wildcards).spec(), PLAN.scoring) else []
+
+
+def get_ragas_env_arg(wildcards, input):
+    return f"--ragas-env {shlex.quote(input.ragas_env)}" if input.ragas_env else ""
 
 
 def get_background_arg(wildcards, input):

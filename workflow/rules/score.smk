@@ -28,8 +28,10 @@ rule score_run:
         questions=paths.QUESTIONS,
         shards=get_run_shards,
         background=get_percentile_background,
+        ragas_env=get_ragas_env,
     output:
-        paths.RUN_SCORES,
+        scores=paths.RUN_SCORES,
+        judge_calls=paths.RUN_JUDGE_CALLS,
     log:
         "logs/score/{model}/{method}.log",
     conda:
@@ -40,8 +42,9 @@ rule score_run:
         scorer_models=verbatim(get_scorer_models_arg()),
         model_cache=verbatim(get_model_cache()),
         background=get_background_arg,
+        ragas_env=get_ragas_env_arg,
     shell:
         "python -m helixbench score --spec {params.spec:q} --questions {input.questions:q}"
         " --scoring {params.scoring:q} {params.scorer_models} --model-cache {params.model_cache:q}"
-        " {params.background}"
-        " --out {output:q} {input.shards:q} > {log:q} 2>&1"
+        " {params.background} {params.ragas_env} --judge-calls {output.judge_calls:q}"
+        " --out {output.scores:q} {input.shards:q} > {log:q} 2>&1"

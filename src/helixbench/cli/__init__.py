@@ -217,6 +217,8 @@ def _job_commands(sub) -> None:
     )
     p.add_argument("--model-cache", help="SQLite response cache of the judge's calls")
     p.add_argument("--background", help="the percentile scorer's names, one a line")
+    p.add_argument("--ragas-env", help="RAGAs' environment (its env.json), for scoring.ragas")
+    p.add_argument("--judge-calls", help="where RAGAs' judge calls go, by question (JSON lines)")
     p.add_argument("--out", required=True, help="the run's scores (JSON lines)")
     p.add_argument("shards", nargs="+", help="the run's shard files")
     p.set_defaults(func=jobs.score)

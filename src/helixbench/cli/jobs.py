@@ -102,6 +102,8 @@ def score(args) -> None:
         scorer_models=json.loads(args.scorer_models) if args.scorer_models else None,
         model_cache=Path(args.model_cache) if args.model_cache else None,
         background=Path(args.background) if args.background else None,
+        ragas_env=args.ragas_env,
+        judge_calls=Path(args.judge_calls) if args.judge_calls else None,
     )
 
 

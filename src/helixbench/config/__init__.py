@@ -348,6 +348,11 @@ def resolve_scoring(config: dict) -> dict:
             raise ConfigError(
                 f"scoring.{key}.model: {unknown_name('model', model, config.get('models', {}))}"
             )
+    judge = scoring.get("ragas", {}).get("judge")
+    if judge and judge not in config.get("models", {}):
+        raise ConfigError(
+            f"scoring.ragas.judge: {unknown_name('model', judge, config.get('models', {}))}"
+        )
     return scoring
 
 

@@ -10,7 +10,9 @@ which openai<1 clients send with ``api_type: azure``):
 - ``POST /v1/completions``: ``prompt`` (a string or a list of one), ``stop``,
   ``max_tokens`` (16 where unset, as the legacy API), ``temperature``;
 - ``GET /v1/models``: the names the agent may ask for (any name is served by the
-  run's model; the reply says which).
+  run's model; the reply says which);
+- ``POST /v1/embeddings``: where the gateway is given an encoder (RAGAs' similarity
+  metrics: the ``embedding`` scorer's model), ``input`` a string or a list of them.
 
 Every call is a :class:`~helixbench.models.CompletionRequest` to the run's model (so
 through its response cache, its retries and its request limit) and a model event of
@@ -49,18 +51,24 @@ MAX_RECORDED_CHARS = 1_000_000
 class ModelGateway(LoopbackServer):
     """The model gateway of one run job, serving ``model`` to the ``sessions``."""
 
-    def __init__(self, model, sessions: Sessions, served_name: str):
-        super().__init__({"model": model, "sessions": sessions, "name": served_name}, _Handler)
+    def __init__(self, model, sessions: Sessions, served_name: str, encoder=None):
+        """``encoder``: what answers ``/v1/embeddings`` (an object with ``encode(texts)``
+        and ``label()``); None: the route is not served."""
+        state = {"model": model, "sessions": sessions, "name": served_name, "encoder": encoder}
+        super().__init__(state, _Handler)
         self.base_url = f"{self.base}/v1"
 
 
 def route_of(path: str) -> str | None:
-    """``chat`` or ``completions`` for a path the gateway serves (OpenAI's or Azure's)."""
+    """``chat``, ``completions`` or ``embeddings`` for a path the gateway serves
+    (OpenAI's or Azure's)."""
     path = urlsplit(path).path.rstrip("/")
     if path.endswith("/v1/chat/completions") or path == "/chat/completions":
         return "chat"
     if path.endswith("/v1/completions") or path == "/completions":
         return "completions"
+    if path.endswith("/v1/embeddings") or path == "/embeddings":
+        return "embeddings"
     match = _AZURE.match(path)
     if match:
         return "chat" if match.group(1).startswith("chat") else "completions"
@@ -110,7 +118,10 @@ def gateway_request(route: str, body: dict, question_id: str, question: str, ind
     request = CompletionRequest(
         prompt=str(prompt),
         stop=tuple(_stops(body.get("stop"))),
-        max_tokens=int(body.get("max_tokens") or default_tokens),
+        # OpenAI's newer name first (LangChain's client sends it).
+        max_tokens=int(
+            body.get("max_completion_tokens") or body.get("max_tokens") or default_tokens
+        ),
         temperature=float(body.get("temperature") or 0.0),
         question_id=question_id,
         question=question,
@@ -137,7 +148,9 @@ class _Handler(QuietHandler):
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         route = route_of(self.path)
-        if route is None:
+        if route == "embeddings" and self.state["encoder"] is not None:
+            return self._embeddings()
+        if route is None or route == "embeddings":
             return self._error(404, f"no route {urlsplit(self.path).path}", "invalid_request_error")
         session = self.state["sessions"].find(bearer_token(self.headers))
         if session is None:
@@ -183,6 +196,33 @@ class _Handler(QuietHandler):
             return self._send(200, _chat_reply(self.state["name"], completion, legacy))
         return self._send(200, _completion_reply(self.state["name"], completion))
 
+    def _embeddings(self) -> None:
+        """The encoder's vectors of ``input``, recorded as an ``embedding`` event."""
+        session = self.state["sessions"].find(bearer_token(self.headers))
+        if session is None:
+            return self._error(401, "unknown API key: use the one you were given", "auth_error")
+        started = time.perf_counter()
+        try:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        except (ValueError, RecursionError):
+            body = None
+        texts = body.get("input") if isinstance(body, dict) else None
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return self._error(400, "'input' must be a string or a list of strings", "invalid")
+        encoder = self.state["encoder"]
+        vectors = encoder.encode(texts)
+        data = {"route": "/v1/embeddings", "texts": len(texts), "encoder": encoder.label()}
+        session.record("embedding", len(session.events), data, started)
+        rows = [
+            {"object": "embedding", "index": i, "embedding": [float(x) for x in vector]}
+            for i, vector in enumerate(vectors)
+        ]
+        usage = {"prompt_tokens": 0, "total_tokens": 0}
+        return self._send(
+            200, {"object": "list", "data": rows, "model": encoder.label(), "usage": usage}
+        )
+
     def _error(self, status: int, message: str, kind: str, code: str | None = None) -> None:
         self._send(status, {"error": {"message": message, "type": kind, "code": code}})
 
@@ -216,7 +256,11 @@ def malformed(route: str, body) -> str | None:
             isinstance(prompt, list) and not all(isinstance(p, str) for p in prompt)
         ):
             return "'prompt' must be a string or a list of strings"
-    for key, kind in (("max_tokens", int), ("temperature", int | float)):
+    for key, kind in (
+        ("max_tokens", int),
+        ("max_completion_tokens", int),
+        ("temperature", int | float),
+    ):
         value = body.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
             return f"'{key}' must be a number"

@@ -237,7 +237,8 @@ class _Handler(QuietHandler):
             text = replies(prompt) if callable(replies) else replies.get(prompt.strip())
         if text is None:
             text = "Answer: " + prompt.rstrip("\n").rsplit("\n", 1)[-1]
-        text, finish = _decode(text, body.get("stop") or [], body.get("max_tokens") or 16)
+        cap = body.get("max_completion_tokens") or body.get("max_tokens") or 16  # (newer name)
+        text, finish = _decode(text, body.get("stop") or [], cap)
         if calls:
             finish = "tool_calls"
         usage = {

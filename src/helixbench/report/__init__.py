@@ -41,6 +41,7 @@ from .operations import with_shared_prompts
 from .protocols import protocol_table, protocol_tests
 from .provenance import built_from, provenance
 from .question_bank import CITATIONS, bank_layout, overlap_golds, overlap_table
+from .rag_assessment import ragas_table
 from .records import load_scores, primary_metric, score_index
 from .robustness import rank_table, robustness_table
 from .text import fmt
@@ -126,6 +127,7 @@ def write_report(
         "agents": with_shared_prompts(joined_rows(plan, summaries, "agents"), summaries),
         "genesets": geneset_table(plan, summary, facts),
         "geneagent_paper": geneagent_paper_table(plan, scores, summary),
+        "ragas": ragas_table(plan, summary, scores),
         "robustness": robustness_table(plan, summary),
         "hu_ranks": rank_table(plan, scores, questions),
     }
@@ -201,6 +203,7 @@ def write_report(
         "geneagent_paper": csv_tables["geneagent_paper"],
         "robustness": csv_tables["robustness"],
         "hu_ranks": csv_tables["hu_ranks"],
+        "ragas": csv_tables["ragas"],
         "bank": bank_section if covered else None,
     }
     notes = plan.notes + [w for s in summaries.values() for w in s["warnings"]]
@@ -250,6 +253,9 @@ def write_report(
                     paper_layout(csv_tables["geneagent_paper"]), "geneagent_paper.csv"
                 )
                 if not csv_tables["geneagent_paper"].empty
+                else None,
+                "ragas": html_table(csv_tables["ragas"], "ragas.csv")
+                if not csv_tables["ragas"].empty
                 else None,
                 "robustness": html_table(csv_tables["robustness"], "robustness.csv")
                 if not csv_tables["robustness"].empty

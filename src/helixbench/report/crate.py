@@ -23,6 +23,7 @@ import json
 import mimetypes
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..config.plan import Plan, RunTask
 from ..digests import sha256_file
@@ -100,6 +101,24 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in text)
 
 
+def licence_urls(upstream: list[dict]) -> dict[str, str]:
+    """Repository -> the URL of its pinned licence file, for each repository the
+    report's upstream files come from that pins one."""
+    from ..datasets.upstream import RAW_HOST, manifest
+
+    repos = {}
+    for file in upstream:
+        url = urlsplit(file["url"])
+        if url.netloc == RAW_HOST:  # /<owner>/<name>/<commit>/<path>
+            _, owner, name, commit = url.path.split("/", 4)[:4]
+            repos.setdefault(f"{owner}/{name}", commit)
+    found = {}
+    for entry in manifest().values():
+        if entry.path.upper().startswith("LICENSE") and repos.get(entry.repo) == entry.commit:
+            found[entry.repo] = entry.url
+    return {repo: found[repo] for repo in repos if repo in found}
+
+
 def write_crate(
     out_dir: Path,
     files: list[str],
@@ -136,17 +155,21 @@ def write_crate(
         "produced them: runs, models, upstream files, software."
     )
     root["datePublished"] = _date(last) or datetime.now(UTC).isoformat(timespec="seconds")
-    root["license"] = entity(
+    # The report derives from its upstream files, each under its repository's licence:
+    # those licences by the URL of their pinned file (a repository without one states
+    # no terms, and is named in the description).
+    licences = [
+        entity(url, {"@type": "CreativeWork", "name": f"{repo} license"})
+        for repo, url in licence_urls(prov["upstream"]).items()
+    ]
+    root["license"] = licences or entity(
         "#license",
-        {
-            "@type": "CreativeWork",
-            "name": "Terms of the upstream files",
-            "description": (
-                "The report derives from the upstream files it lists (benchmarks, recorded "
-                "runs, published outputs), each under its own repository's license; "
-                "helixbench adds no terms of its own."
-            ),
-        },
+        {"@type": "CreativeWork", "name": "Terms of the upstream files"},
+    )
+    root["usageInfo"] = (
+        "The report derives from the upstream files it lists (benchmarks, recorded runs, "
+        "published outputs), each under its own repository's license; helixbench adds no "
+        "terms of its own."
     )
 
     # Software: helixbench, Python and the packages it ran with.

@@ -244,6 +244,12 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             else GENEAGENT_PAPER_TEXT + md_table(paper_layout(tables["geneagent_paper"])),
         ),
         (
+            "RAGAs: BRAD's measures of retrieval",
+            None
+            if tables["ragas"].empty
+            else RAGAS_TEXT + md_table(tables["ragas"], csv="ragas.csv"),
+        ),
+        (
             "Hu et al.'s gene sets: robustness to contamination",
             None
             if tables["robustness"].empty
@@ -380,6 +386,15 @@ with stemming after GeneAgent's cleaning; `embedding` by the encoder
 else a stand-in, which the paper's figures do not apply to); `in_90th_percentile`:
 sets whose true name is closer to the answer than 90% of our background names (their
 number beside the paper's 12,320 in the `background` column).
+
+"""
+RAGAS_TEXT = """\
+RAGAs (the `ragas` library, as BRAD's paper evaluated its retrieval) per run and
+benchmark: faithfulness, answer relevancy, context precision, context recall and
+answer correctness, each the mean over the questions it scored, with the judge and
+encoder that produced them (`scored_by`); a run without retrieval has no context
+metrics. Configurations as BRAD names them: vanilla, standard RAG, RAG with
+contextual compression.
 
 """
 ROBUSTNESS_TEXT = """\

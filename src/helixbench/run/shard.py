@@ -20,6 +20,8 @@ from ..methods import TaskContext, prepare
 from ..models import ModelError, backend, create_model, serving_settings
 from ..scoring import Scorers
 from ..scoring.background import dataset_names, read_background
+from ..scoring.rag_assessment import applies as ragas_applies
+from ..scoring.rag_assessment import ragas_scores
 from ..sources.recordings import RecordingReader
 from ..transcripts import ShardWriter, read_records, to_record
 from .health import shard_warnings
@@ -269,6 +271,30 @@ def transient_failure(result) -> bool:
     return bool(calls) and calls[-1].data.get("transient", False)
 
 
+def _row(spec: dict, question, record: dict, metric: str, score: float, scored_by) -> dict:
+    return {
+        "question_id": question.id,
+        "index": question.index,
+        "model": spec["model"],
+        "method": spec["method"],
+        "benchmark": question.benchmark,
+        "task": question.task,
+        "metric": metric,
+        "score": score,
+        "demo": question.demo,
+        "error": record["error"],
+        "answered_as": record.get("answered_as"),
+        "scored_by": scored_by,
+    }
+
+
+def _write_lines(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.replace(path)
+
+
 def score_run(
     spec: dict,
     questions_path: Path,
@@ -278,10 +304,14 @@ def score_run(
     scorer_models: dict | None = None,
     model_cache: Path | None = None,
     background: Path | None = None,
+    ragas_env: str | None = None,
+    judge_calls: Path | None = None,
 ) -> None:
     """Per-question scores of one run, one JSON line per (question, metric); the
     scorers of each task come from ``scoring`` (the config's section). ``background``:
-    the percentile scorer's names (one a line); else the three datasets' names."""
+    the percentile scorer's names (one a line); else the three datasets' names.
+    ``ragas_env``: RAGAs' environment, for a run it scores (``scoring.ragas``), whose
+    judge's calls go to ``judge_calls`` by question."""
     every = read_questions(questions_path)
     questions = {q.id: q for q in every}
     names = read_background(background) if background else dataset_names(every)
@@ -302,26 +332,36 @@ def score_run(
                 score = scorer(question.task, record["answer"], question.gold, question.text)
             if score is None:
                 continue
+            rows.append(_row(spec, question, record, name, score, scorers.scored_by(name)))
+    calls = {}
+    if ragas_env and ragas_applies(spec, scoring):
+        own = [r for r in records if "answered_as" not in r]
+        found, calls = ragas_scores(
+            own,
+            questions,
+            scoring["ragas"],
+            scorer_models or {},
+            scorers.get("embedding"),
+            ragas_env,
+            model_cache,
+        )
+        by_id = {r["question_id"]: r for r in own}
+        for found_row in found:
+            if found_row["score"] is None:
+                continue
+            question, record = questions[found_row["id"]], by_id[found_row["id"]]
             rows.append(
-                {
-                    "question_id": question.id,
-                    "index": question.index,
-                    "model": spec["model"],
-                    "method": spec["method"],
-                    "benchmark": question.benchmark,
-                    "task": question.task,
-                    "metric": name,
-                    "score": score,
-                    "demo": question.demo,
-                    "error": record["error"],
-                    "answered_as": record.get("answered_as"),
-                    "scored_by": scorers.scored_by(name),
-                }
+                _row(
+                    spec,
+                    question,
+                    record,
+                    found_row["metric"],
+                    found_row["score"],
+                    found_row["scored_by"],
+                )
             )
     rows.sort(key=lambda r: (r["benchmark"], r["task"], r["metric"], r["index"]))
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tmp.replace(output)
+    _write_lines(Path(output), rows)
+    if judge_calls is not None:
+        _write_lines(Path(judge_calls), [{"question_id": q, "events": e} for q, e in calls.items()])
     log.info("%d scores; model-based scorers: %s", len(rows), scorers.identities())
