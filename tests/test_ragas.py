@@ -102,7 +102,7 @@ def test_brads_three_configurations_scored_by_ragas_as_ragas_evaluate_scores_the
             "models": {"llm": llm.chat_model(), "judge": scripted.chat_model()},
             "scoring": example["scoring"],
             "methods": methods,
-            "runs": [{"model": "llm", "methods": three, "tasks": ["Gene alias"], "sample": 2}],
+            "runs": [{"model": "llm", "methods": three, "tasks": ["Gene alias"], "sample": 1}],
         }
         done = snakemake(work, config, mirror=mirror)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -115,7 +115,7 @@ def test_brads_three_configurations_scored_by_ragas_as_ragas_evaluate_scores_the
             "RAG with contextual compression",
         }
         for row in rows.values():
-            assert row["questions"] == "2" and "judge judge" in row["scored_by"], row
+            assert row["questions"] == "1" and "judge judge" in row["scored_by"], row
             assert row["answer_correctness"] and row["answer_relevancy"]
             has_contexts = row["configuration"] != "vanilla (no retrieval)"
             assert bool(row["faithfulness"]) == has_contexts, row
@@ -123,7 +123,7 @@ def test_brads_three_configurations_scored_by_ragas_as_ragas_evaluate_scores_the
         calls = [
             json.loads(line) for line in open(work / "results/judge-calls/llm/brad-short.jsonl")
         ]
-        assert len(calls) == 2 and all(c["events"] for c in calls)
+        assert len(calls) == 1 and all(c["events"] for c in calls)
         assert {e["type"] for c in calls for e in c["events"]} == {"model", "embedding"}
         ours = {}
         for path in (work / "results" / "scores" / "llm").glob("*.jsonl"):
@@ -161,7 +161,7 @@ def test_brads_three_configurations_scored_by_ragas_as_ragas_evaluate_scores_the
                 else:
                     assert mine == pytest.approx(theirs, abs=1e-9), (method, metric)
                     compared += 1
-    assert compared == 2 * (5 + 5 + 2)  # vanilla: the answer's two metrics
+    assert compared == 5 + 5 + 2  # vanilla: the answer's two metrics
 
 
 def _direct(env_marker: str, judge_url: str, runs: dict, where: Path) -> dict:

@@ -454,6 +454,8 @@ def test_gene_sets_through_the_workflow(mirror, tmp_path):
             },  # fmt: skip
             # helixbench's wording (evidence first); GeneAgent's own: test_originals.py
             "methods": {"geneagent": {"kind": "geneagent", "prompts": "helixbench"}},
+            # The datasets' 1,105 names (the GO background: test_geneagent_paper.py).
+            "scoring": {"percentile": {"background": "datasets"}},
             "runs": [
                 {"model": "llm", "method": "geneagent", "tasks": ["NeST toy"], "sample": 1},
                 {"model": "gprofiler", "method": "gsea-top1", "tasks": ["MSigDB"]},
