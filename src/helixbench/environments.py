@@ -68,7 +68,10 @@ def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
         venv.EnvBuilder(clear=True, with_pip=True).create(target)
         python = str((target / "bin" / "python").resolve())
         install = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile"]
-        subprocess.run([*install, *pins], check=True)
+        # Once more on failure: a download cut short by the registry fails pip's hash
+        # check, and a second try fetches it whole (a pin that cannot resolve fails again).
+        if subprocess.run([*install, *pins]).returncode != 0:
+            subprocess.run([*install, *pins], check=True)
         # Byte-compiled on every core at once (pip compiles file by file, a third of
         # the build), so that code run later from a read-only mount need not compile.
         # Some packages ship files no Python 3 compiles; pip skips them too.
