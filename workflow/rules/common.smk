@@ -343,7 +343,9 @@ def get_scorer_models_arg():
 
 
 def get_percentile_background(wildcards):
-    return paths.PERCENTILE_BACKGROUND if PLAN.ranks_against_go(get_run(wildcards)) else []
+    return (
+        paths.PERCENTILE_BACKGROUND if PLAN.ranks_against_go(get_run(wildcards)) else []
+    )
 
 
 def get_ragas_env(wildcards):
