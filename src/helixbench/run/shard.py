@@ -345,7 +345,6 @@ def score_run(
             ragas_env,
             model_cache,
         )
-        by_id = {r["question_id"]: r for r in own}
         for found_row in found:
             if found_row["score"] is None:
                 continue

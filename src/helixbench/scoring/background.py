@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..datasets.jsonfiles import read_text
 from ..datasets.questions import Question, read_questions
-from ..datasets.upstream import HU_COMMIT, HU_REPO, UpstreamFile, lookup, verified_bytes
+from ..datasets.upstream import HU_COMMIT, HU_REPO, UpstreamFile, lookup
 
 # The paper's background: 12,214 GO terms + 50 NeST + 56 MSigDB names.
 PAPER_BACKGROUND = 12_320
 GO_NAMES = "data/GO_BP/goID_2_name.tab"
 GO_NAMESPACES = "data/GO_BP/goID_2_namespace.tab"
 GO_GENES = "data/GO_BP/collapsed_go.symbol"
-BACKGROUNDS = ("go", "datasets")
 
 
 def go_files() -> list[UpstreamFile]:
@@ -62,9 +62,7 @@ def write_background(questions_path: Path, go_paths: list[Path] | None, out: Pat
     them); ``go_paths``: the local copies of :func:`go_files` (None: the datasets' only)."""
     names = []
     if go_paths:
-        names_text, namespaces_text, genes_text = (
-            verified_bytes(p).decode("utf-8") for p in go_paths
-        )
+        names_text, namespaces_text, genes_text = (read_text(p) for p in go_paths)
         names = go_process_names(names_text, namespaces_text, genes_text)
     background = list(dict.fromkeys(names + dataset_names(read_questions(questions_path))))
     out = Path(out)
