@@ -34,6 +34,12 @@ SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
 SHARED_EMBEDDINGS = Path(tempfile.gettempdir()) / f"helixbench-test-embeddings-{os.getuid()}"
 
 
+def pytest_collection_modifyitems(config, items):
+    """The slow tests first, in their order, then the rest: pytest-xdist hands tests
+    out in this order, so no process is left running a long test alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def run_snakemake(
     workdir: Path, config: dict, *args: str, env: dict
 ) -> subprocess.CompletedProcess:

@@ -120,6 +120,7 @@ def test_mmr_takes_the_most_relevant_then_the_most_novel():
     assert mmr(query, candidates, 2, 1.0) == [0, 1]  # relevance alone
 
 
+@pytest.mark.slow
 @pytest.mark.workflow
 def test_brad_on_questions_and_gene_sets_beside_the_other_protocols(mirror, tmp_path):
     genes = ["PSMB10", "SLC38A6", "ERBB2", "KRAS", "HRAS", "EGFR", "TP53", "MDM2", "CDKN1A"]

@@ -136,6 +136,7 @@ def _code_events(record: dict) -> list[dict]:
     return [e["data"] for e in record["events"] if e["data"].get("route") == "code"]
 
 
+@pytest.mark.slow
 def test_a_model_that_writes_biopython_scores_one_and_a_rerun_executes_nothing(workdir, mirror):
     method = {"kind": "function-calling", "tools": ["python", "bash"], "demonstrations": False}
     with OpenAIServer() as server:

@@ -353,6 +353,7 @@ def test_blast_is_one_call_that_waits_as_ncbi_asks_then_a_second_run_asks_nobody
     assert (len(ncbi.state.received), len(model_server.state.received)) == before
 
 
+@pytest.mark.slow
 def test_smollm2_end_to_end_in_its_chat_template(smollm2_dir, tmp_path):
     """SmolLM2's chat template renders no tools: it gets the <tool_call> text convention.
     It may answer badly; every turn and call must be run and recorded, the same on a

@@ -9,6 +9,7 @@ import os
 import re
 import statistics
 
+import pytest
 import yaml
 
 from helixbench.scoring.text import EmbeddingScorer, cached_hub_model
@@ -50,6 +51,7 @@ def _independent_nest_rouge(mirror) -> dict:
     return means
 
 
+@pytest.mark.slow
 def test_the_example_reproduces_the_papers_figures_from_its_generations(mirror, tmp_path):
     """MSigDB's ROUGE-L and ROUGE-2 of both systems to 3 decimals; GPT-4's MSigDB file
     holds 3 blocks that answer no set of the dataset, left out and counted; NeST as an

@@ -131,6 +131,7 @@ def test_tools_go_through_the_executor_with_masking(tmp_path):
         assert missing.error == "offline: not in the tool cache"
 
 
+@pytest.mark.slow
 def test_geneagent_with_the_local_model_and_the_text_protocol(mirror, tmp_path, smollm2_dir):
     """A full cascade on a toy set with SmolLM2 (no function calling: the text
     protocol): every stage runs, each claim gets a verdict, and each claim's genes

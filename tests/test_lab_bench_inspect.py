@@ -75,6 +75,7 @@ def _reply_for(shown: dict):
     return reply
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_inspect_evals_lab_bench_asks_and_scores_number_for_number(
     inspect_env, mirror, tmp_path, monkeypatch

@@ -448,6 +448,7 @@ def test_prompt_past_the_window_is_a_length_error(smollm2_dir):
         model.complete(request("gene " * 100))
 
 
+@pytest.mark.slow
 def test_a_loop_question_runs_offline_with_smollm2(smollm2_dir, tmp_path, recording):
     from helixbench.datasets.snapshots import extract_from_header
     from helixbench.methods.genegpt import GeneGPT, build_header

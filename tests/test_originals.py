@@ -64,6 +64,39 @@ def test_an_environment_built_by_conda_is_recorded_as_it_is(tmp_path):
     assert json.loads((tmp_path / "env.json").read_text()) == marker
 
 
+def test_an_environment_gets_its_packages_from_where_pip_is_told_to_look(tmp_path):
+    """uv installs what pip would: a package only pip's settings find (a folder of
+    wheels, every index off, both given as PIP_* variables) is installed."""
+    import subprocess
+    import venv
+    import zipfile
+
+    from helixbench.environments import install_packages
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    info = "hbprobe-1.0.dist-info"
+    with zipfile.ZipFile(wheels / "hbprobe-1.0-py3-none-any.whl", "w") as wheel:
+        wheel.writestr("hbprobe.py", "FOUND = 'from the folder pip was given'\n")
+        wheel.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: hbprobe\nVersion: 1.0\n")
+        wheel.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
+        wheel.writestr(f"{info}/RECORD", "")
+    venv.EnvBuilder(with_pip=False).create(tmp_path / "venv")
+    python = str(tmp_path / "venv" / "bin" / "python")
+    env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "PIP_CONFIG_FILE": os.devnull}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        install_packages(python, ["hbprobe==1.0"])
+        with pytest.raises(subprocess.CalledProcessError):  # nowhere else to look
+            install_packages(python, ["hbprobe==2.0"])
+    done = subprocess.run([python, "-c", "import hbprobe; print(hbprobe.FOUND)"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.stdout.strip() == "from the folder pip was given", done.stderr
+
+
 def test_an_original_is_planned_with_its_code_environment_and_header_snapshot(mirror):
     spec = resolve_method(
         "main", {"main": {"kind": "agent", "original": "genegpt-main", "mask": "001001"}}
@@ -93,6 +126,7 @@ def test_an_original_is_planned_with_its_code_environment_and_header_snapshot(mi
         resolve_method("x", {"x": {"kind": "agent", "original": "genegpt"}})
 
 
+@pytest.mark.slow
 def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_path, smollm2_dir):
     """The cross-check of issue 28 on one question (a sample of one of Protein-coding
     genes; SmolLM2 answers it in one call, about half a minute here)."""
@@ -154,6 +188,7 @@ def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_
     assert "openai==0.27.7" in built["packages"] and Path(built["python"]).is_file()
 
 
+@pytest.mark.slow
 def test_main_cascade_sends_geneagents_prompts_so_every_call_is_a_cache_hit(mirror, tmp_path):
     """GeneAgent's cross-check: ``geneagent`` (prompts: upstream) on one toy set with a
     scripted chat model answering in GeneAgent's formats (a Process line, JSON claims,

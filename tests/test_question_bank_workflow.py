@@ -26,6 +26,7 @@ def every_question(mirror):
     return load_all(lambda file: mirror / file.relpath)
 
 
+@pytest.mark.slow
 @pytest.mark.workflow
 def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_question):
     with OpenAIServer() as oracle, OpenAIServer() as echo:

@@ -77,6 +77,7 @@ def test_the_scripted_judge_answers_each_ragas_prompt_in_its_json():
         judge("something else\ninput: {}")
 
 
+@pytest.mark.slow
 @pytest.mark.workflow
 def test_brads_three_configurations_scored_by_ragas_as_ragas_evaluate_scores_them(
     mirror, tmp_path, ragas_env

@@ -42,6 +42,7 @@ def results(workdir: Path) -> dict:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.slurm
 def test_slurm_run_equals_local_run(mirror, tmp_path):
     env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror)}

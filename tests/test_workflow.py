@@ -67,6 +67,7 @@ def paper_run(mirror, tmp_path_factory):
     return workdir
 
 
+@pytest.mark.slow
 @pytest.mark.workflow
 @PAPER_RUN
 def test_the_console_shows_progress_warnings_and_the_ending(paper_run):
@@ -199,6 +200,7 @@ def test_report_sections_from_the_replayed_runs(paper_run):
     assert board[0]["run"] == "codex / genegpt-slim"  # sorted by macro score
 
 
+@pytest.mark.slow
 @pytest.mark.workflow
 def test_published_systems_on_one_leaderboard(mirror, tmp_path):
     """config/examples/published.yaml: the imported runs (the replayed GeneGPT runs of
@@ -424,6 +426,7 @@ def test_html_report_opens_in_headless_chromium(paper_run):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 @pytest.mark.workflow
 def test_gene_sets_through_the_workflow(mirror, tmp_path):
     """geneagent through an OpenAI-compatible server (loopback, scripted) with live
@@ -487,6 +490,7 @@ def test_gene_sets_through_the_workflow(mirror, tmp_path):
     assert "## Gene sets (GeneAgent)" in (report / "report.md").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.workflow
 def test_offline_tools_from_the_seeded_cache_and_a_live_snapshot(mirror, tmp_path, monkeypatch):
     """Codex's slim run with tool calls answered by the seeded cache instead of its own
@@ -847,12 +851,11 @@ def _python_312() -> str:
 @pytest.fixture(scope="session")
 def eee_validator(tmp_path_factory) -> str:
     """Every Eval Ever's own validator, from the package registry, in its own venv."""
+    from helixbench.environments import install_packages
+
     venv = tmp_path_factory.mktemp("eee") / "venv"
-    subprocess.run([_python_312(), "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile"]
-    pip.append("every-eval-ever==0.3.0")
-    done = subprocess.run(pip, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    subprocess.run([_python_312(), "-m", "venv", "--without-pip", str(venv)], check=True)
+    install_packages(str(venv / "bin" / "python"), ["every-eval-ever==0.3.0"])
     return str(venv / "bin" / "every_eval_ever")
 
 

@@ -5,14 +5,19 @@ how it was built and how long that took (the ``original_env`` rule).
 Where conda is absent the environment is a venv of the job's Python with the
 file's ``pip:`` pins; under ``--sdm conda`` Snakemake has built the file's
 environment and runs this in it (``--in-place``): the marker then names that
-environment's interpreter. Standard library only (besides PyYAML for the venv),
-so that it runs in either.
+environment's interpreter. Standard library only (besides PyYAML and uv for the
+venv), so that it runs in either.
+
+The venv's packages are installed by uv (a tenth of pip's time: it resolves and
+fetches in parallel) from the registries pip is set to use: pip's own settings (its
+files and ``PIP_*`` variables) are passed on, so both read the same indexes.
 
 The job: helixbench env ENV_FILE --out DIR/env.json [--in-place]
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -52,6 +57,63 @@ def freeze(python: str) -> list[str]:
     return sorted(line for line in out.stdout.splitlines() if line and not line.startswith("#"))
 
 
+# pip's settings that say where packages come from, and how uv is told each.
+_PIP_TO_UV = {
+    "index-url": "--index-url",
+    "extra-index-url": "--extra-index-url",
+    "find-links": "--find-links",
+    "constraint": "--constraints",
+    "trusted-host": "--allow-insecure-host",
+}
+_PIP_TO_UV_ENV = {"cert": "SSL_CERT_FILE", "client-cert": "SSL_CLIENT_CERT"}
+
+
+def pip_settings() -> dict[str, str]:
+    """pip's configuration as pip reads it (``pip config list``: its files, then the
+    ``PIP_*`` variables), the most specific place winning for each setting."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True
+    )
+    found: dict[str, dict[str, str]] = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition("=")
+        section, _, name = key.rpartition(".")
+        if name and value:
+            found.setdefault(section, {})[name] = ast.literal_eval(value)
+    # pip reads [global], then [install] for an install, then its variables.
+    return {k: v for s in ("global", "install", ":env:") for k, v in found.get(s, {}).items()}
+
+
+def uv_command(python: str, settings: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """``uv pip install`` into ``python``'s environment from pip's registries
+    (``settings``, see :func:`pip_settings`), and the variables it needs."""
+    from uv import find_uv_bin
+
+    # pip takes a package's best version from every index alike; uv's default
+    # would stop at the first index that has the name.
+    command = [find_uv_bin(), "pip", "install", "--python", python]
+    command += ["--index-strategy", "unsafe-best-match"]
+    for name, flag in _PIP_TO_UV.items():
+        for value in settings.get(name, "").split():
+            command += [flag, value]
+    if settings.get("no-index", "").lower() in ("1", "true", "yes", "on"):
+        command.append("--no-index")
+    env = {var: settings[name] for name, var in _PIP_TO_UV_ENV.items() if settings.get(name)}
+    if settings.get("default-timeout"):
+        env["UV_HTTP_TIMEOUT"] = settings["default-timeout"]
+    return command, env
+
+
+def install_packages(python: str, requirements: list[str]) -> None:
+    """Install ``requirements`` into the environment of ``python`` with uv."""
+    command, extra = uv_command(python, pip_settings())
+    env = {**os.environ, **extra}
+    # Once more on failure: a download cut short by the registry fails its hash
+    # check, and a second try fetches it whole (a pin that cannot resolve fails again).
+    if subprocess.run([*command, *requirements], env=env).returncode != 0:
+        subprocess.run([*command, *requirements], env=env, check=True)
+
+
 def _ask(python: str, code: str) -> str:
     """What ``code`` prints when ``python`` runs it."""
     done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
@@ -67,14 +129,9 @@ def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
         target = out.parent / "venv"
         venv.EnvBuilder(clear=True, with_pip=True).create(target)
         python = str((target / "bin" / "python").resolve())
-        install = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile"]
-        # Once more on failure: a download cut short by the registry fails pip's hash
-        # check, and a second try fetches it whole (a pin that cannot resolve fails again).
-        if subprocess.run([*install, *pins]).returncode != 0:
-            subprocess.run([*install, *pins], check=True)
-        # Byte-compiled on every core at once (pip compiles file by file, a third of
-        # the build), so that code run later from a read-only mount need not compile.
-        # Some packages ship files no Python 3 compiles; pip skips them too.
+        install_packages(python, pins)
+        # Byte-compiled on every core at once, so that code run later from a read-only
+        # mount need not compile. Some packages ship files no Python 3 compiles.
         site = _ask(python, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
         subprocess.run([python, "-m", "compileall", "-q", "-j", "0", site], capture_output=True)
         built_with = "venv"
