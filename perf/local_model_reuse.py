@@ -6,7 +6,7 @@ Run on demand:
 Targets: at most 5 s per question with reuse (issue 15); reuse at least 3x faster
 than encoding every prompt whole (issue 4); both on 2 cores.
 
-The questions are the main job's: 2 per GeneTuring task (the same fixed sample),
+The questions: 2 per GeneTuring task (the main job's fixed sample takes the first),
 through the slim header (mask 001001, the genegpt-2023 snapshot) with completions
 capped at 40 tokens and 2 model calls per question (``--max-tokens``,
 ``--max-calls``), tools answered offline from the cache seeded with GeneGPT's
