@@ -28,6 +28,11 @@ def slugify(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
 
 
+def gold_text(gold: str | list[str]) -> str:
+    """The gold answer as one line of text: a list of accepted answers joined by ", "."""
+    return gold if isinstance(gold, str) else ", ".join(map(str, gold))
+
+
 @dataclass(frozen=True)
 class Question:
     id: str
@@ -53,6 +58,10 @@ class Question:
         return cls(
             f"{benchmark}.{slug}.{index:03d}", benchmark, task, slug, index, text, gold, **fields
         )
+
+    @property
+    def gold_text(self) -> str:
+        return gold_text(self.gold)
 
     @property
     def genes(self) -> list[str]:

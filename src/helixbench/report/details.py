@@ -67,7 +67,7 @@ def run_details(
                 status = "graded"
             else:
                 status = "right" if score is not None and score >= 1 else "wrong"
-            gold = question.gold if isinstance(question.gold, str) else ", ".join(question.gold)
+            gold = question.gold_text
             if record.get("header") is not None:
                 headers.setdefault(record["header_sha256"], record["header"])
             items.append(

@@ -378,7 +378,7 @@ def inspect_log(
     for of_task in records.values():
         for record in of_task:
             question = questions[record["question_id"]]
-            gold = question.gold if isinstance(question.gold, str) else ", ".join(question.gold)
+            gold = question.gold_text
             finished = record.get("finished_at") or 0.0
             samples.append(
                 {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import re
 
+from ..datasets.questions import gold_text
 from ..models import ask, create_model
 
 log = logging.getLogger("helixbench.judge")
@@ -35,8 +36,7 @@ class JudgeScorer:
     def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
         if not answer:
             return 0.0
-        gold_text = gold if isinstance(gold, str) else ", ".join(gold)
-        prompt = JUDGE_PROMPT.format(question=question, gold=gold_text, answer=answer)
+        prompt = JUDGE_PROMPT.format(question=question, gold=gold_text(gold), answer=answer)
         reply = ask(self.model, prompt, question, "judge", self.max_tokens)
         match = GRADE.search(reply)
         if match is None:

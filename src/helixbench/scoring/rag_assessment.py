@@ -52,7 +52,7 @@ def sample_of(question, record: dict) -> dict:
         if event["type"] == "retrieval"
         for chunk in event["data"].get("chunks", [])
     ]
-    gold = question.gold if isinstance(question.gold, str) else ", ".join(map(str, question.gold))
+    gold = question.gold_text
     return {
         "id": question.id,
         "user_input": question.text,
