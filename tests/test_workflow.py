@@ -47,6 +47,11 @@ def paper_config() -> dict:
     )
     # The per-question table as CSV too, and every run in Every Eval Ever's format.
     config["report"] = {"question_scores_csv": True, "exports": ["every-eval-ever"]}
+    # Who publishes it: the crate's publisher (RO-Crate recommends one).
+    config["report"]["publisher"] = {
+        "name": "A. Researcher",
+        "id": "https://orcid.org/0000-0002-1825-0097",
+    }
     return config
 
 
@@ -815,6 +820,8 @@ def test_the_reports_ro_crate_states_what_produced_it(mirror, paper_run):
     actions = [e for e in graph.values() if e["@type"] == "CreateAction"]
     names = ["report", *(f"run {r.label}" for r in plan.runs)]
     assert sorted(a["name"] for a in actions) == sorted(names)
+    publisher = graph[graph["./"]["publisher"]["@id"]]
+    assert (publisher["@type"], publisher["name"]) == ("Person", "A. Researcher")
     tool = graph["#helixbench"]
     assert tool["version"] == prov["helixbench"]["version"]
     assert tool["identifier"] == (prov["helixbench"]["commit"] or "unknown")

@@ -120,11 +120,8 @@ def _ask(python: str, code: str) -> str:
     return done.stdout.strip()
 
 
-def build(env_file: Path, out: Path, in_place: bool = False, byte_compile: bool = False) -> dict:
-    """Build the environment of ``env_file`` and write its marker ``out``.
-    ``byte_compile``: compile every module now, for an environment the agent sandbox
-    shows read-only (where Python could not cache what it compiles); elsewhere
-    Python caches each module the first time it imports it."""
+def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
+    """Build the environment of ``env_file`` and write its marker ``out``."""
     started = time.perf_counter()
     if in_place:
         python, built_with, pins = sys.executable, "conda", []
@@ -135,9 +132,12 @@ def build(env_file: Path, out: Path, in_place: bool = False, byte_compile: bool 
         python = str((target / "bin" / "python").resolve())
         # pip too (the marker's freeze, a job's download), from the same registries.
         install_packages(python, ["pip", *pins])
-        if byte_compile:  # on every core; some packages ship files no Python 3 compiles
-            site = _ask(python, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-            subprocess.run([python, "-m", "compileall", "-q", "-j", "0", site], capture_output=True)
+        # Byte-compiled now, on every core: Python never writes its caches where
+        # PYTHONDONTWRITEBYTECODE is set or the agent sandbox shows the environment
+        # read-only, and would compile each module at every import there. Some
+        # packages ship files no Python 3 compiles.
+        site = _ask(python, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+        subprocess.run([python, "-m", "compileall", "-q", "-j", "0", site], capture_output=True)
         built_with = "venv"
     version = _ask(python, "import platform; print(platform.python_version())")
     marker = {

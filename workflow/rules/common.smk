@@ -182,12 +182,6 @@ def get_prepare_original_inputs(wildcards):
     return {"env": system.env_marker, "files": files}
 
 
-def get_original_env_byte_compile(wildcards):
-    """The peers' environments run outside the agent sandbox, where Python caches
-    each module as it first imports it; the others it shows read-only: compiled now."""
-    return "" if _isolated_env_dir(wildcards.env) == "peers" else "--byte-compile"
-
-
 def get_original_env_conda(wildcards):
     return f"../envs/{_isolated_env_dir(wildcards.env)}/{wildcards.env}.yaml"
 

@@ -57,10 +57,9 @@ rule original_env:
         get_original_env_conda
     params:
         in_place=ORIGINAL_ENV_IN_PLACE,
-        byte_compile=get_original_env_byte_compile,
     shell:
         "python -m helixbench env {input:q} --out {output:q} {params.in_place}"
-        " {params.byte_compile} > {log:q} 2>&1"
+        " > {log:q} 2>&1"
 
 
 # What a seed system builds before it runs (BRAD-Agent: its RAG database), in its

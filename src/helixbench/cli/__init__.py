@@ -277,11 +277,6 @@ def _job_commands(sub) -> None:
         action="store_true",
         help="record the running environment (Snakemake built the file's under --sdm conda)",
     )
-    p.add_argument(
-        "--byte-compile",
-        action="store_true",
-        help="compile every module now (an environment the agent sandbox shows read-only)",
-    )
     p.set_defaults(func=jobs.environment)
 
     p = sub.add_parser(

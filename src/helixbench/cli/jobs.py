@@ -172,7 +172,7 @@ def report(args) -> None:
 def environment(args) -> None:
     from ..environments import build
 
-    marker = build(Path(args.env_file), Path(args.out), args.in_place, args.byte_compile)
+    marker = build(Path(args.env_file), Path(args.out), args.in_place)
     logging.info(
         "%s: %d packages in %s s", marker["name"], len(marker["packages"]), marker["install_s"]
     )

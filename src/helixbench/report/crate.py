@@ -166,6 +166,12 @@ def write_crate(
         "#license",
         {"@type": "CreativeWork", "name": "Terms of the upstream files"},
     )
+    publisher = prov["config"].get("report", {}).get("publisher")
+    if publisher:  # the user's identity: only they can state it (report.publisher)
+        root["publisher"] = entity(
+            publisher["id"],
+            {"@type": publisher.get("type", "Person"), "name": publisher["name"]},
+        )
     root["usageInfo"] = (
         "The report derives from the upstream files it lists (benchmarks, recorded runs, "
         "published outputs), each under its own repository's license; helixbench adds no "
