@@ -64,7 +64,7 @@ def test_an_environment_built_by_conda_is_recorded_as_it_is(tmp_path):
     assert json.loads((tmp_path / "env.json").read_text()) == marker
 
 
-def test_an_environment_gets_its_packages_from_where_pip_is_told_to_look(tmp_path):
+def test_an_environment_gets_its_packages_from_where_pip_is_told_to_look(tmp_path, monkeypatch):
     """uv installs what pip would: a package only pip's settings find (a folder of
     wheels, every index off, both given as PIP_* variables) is installed."""
     import subprocess
@@ -86,12 +86,11 @@ def test_an_environment_gets_its_packages_from_where_pip_is_told_to_look(tmp_pat
     venv.EnvBuilder(with_pip=False).create(tmp_path / "venv")
     python = str(tmp_path / "venv" / "bin" / "python")
     env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "PIP_CONFIG_FILE": os.devnull}
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in env.items():
-            patch.setenv(name, value)
-        install_packages(python, ["hbprobe==1.0"])
-        with pytest.raises(subprocess.CalledProcessError):  # nowhere else to look
-            install_packages(python, ["hbprobe==2.0"])
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    install_packages(python, ["hbprobe==1.0"])
+    with pytest.raises(subprocess.CalledProcessError):  # nowhere else to look
+        install_packages(python, ["hbprobe==2.0"])
     done = subprocess.run([python, "-c", "import hbprobe; print(hbprobe.FOUND)"],
                           capture_output=True, text=True)  # fmt: skip
     assert done.stdout.strip() == "from the folder pip was given", done.stderr
