@@ -8,6 +8,7 @@ import argparse
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +71,15 @@ def test_a_mistyped_command_says_what_was_meant(typed, capsys):
         build_parser().parse_args([typed])
     err = capsys.readouterr().err
     assert "did you mean" in err and "known: plan, status, compare, recordings, cache" in err
+
+
+def test_the_install_script_names_what_is_wrong(tmp_path):
+    """The README's install step, given an extra that does not exist or run outside
+    a virtual environment, says so in one line and installs nothing."""
+    script = str(REPO_ROOT / "scripts" / "install.py")
+    done = subprocess.run([sys.executable, script, "lcoal"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "unknown extra 'lcoal' (known: local, test)" in done.stderr
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    outside = subprocess.run([str(base), script, "local"], capture_output=True, text=True)
+    assert outside.returncode == 2 and "activate a virtual environment first" in outside.stderr

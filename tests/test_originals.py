@@ -94,6 +94,8 @@ def test_an_environment_gets_its_packages_from_where_pip_is_told_to_look(tmp_pat
     done = subprocess.run([python, "-c", "import hbprobe; print(hbprobe.FOUND)"],
                           capture_output=True, text=True)  # fmt: skip
     assert done.stdout.strip() == "from the folder pip was given", done.stderr
+    # Byte-compiled as installed: where PYTHONDONTWRITEBYTECODE is set nothing else would.
+    assert list((tmp_path / "venv").rglob("__pycache__/hbprobe.*.pyc"))
 
 
 def test_an_original_is_planned_with_its_code_environment_and_header_snapshot(mirror):

@@ -105,8 +105,14 @@ def uv_command(python: str, settings: dict[str, str]) -> tuple[list[str], dict[s
 
 
 def install_packages(python: str, requirements: list[str]) -> None:
-    """Install ``requirements`` into the environment of ``python`` with uv."""
+    """Install ``requirements`` (pip's requirement specifiers, and options such as
+    ``-e`` or ``--no-deps``) into the environment of ``python`` with uv, byte-compiled."""
     command, extra = uv_command(python, pip_settings())
+    # Byte-compiled now, on every core: Python never writes its caches where
+    # PYTHONDONTWRITEBYTECODE is set or the agent sandbox shows the environment
+    # read-only, and would compile each module at every import there (PyTorch's
+    # take half a minute). A file no Python of this version compiles is left as is.
+    command.append("--compile-bytecode")
     env = {**os.environ, **extra}
     # Once more on failure: a download cut short by the registry fails its hash
     # check, and a second try fetches it whole (a pin that cannot resolve fails again).
@@ -132,12 +138,6 @@ def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
         python = str((target / "bin" / "python").resolve())
         # pip too (the marker's freeze, a job's download), from the same registries.
         install_packages(python, ["pip", *pins])
-        # Byte-compiled now, on every core: Python never writes its caches where
-        # PYTHONDONTWRITEBYTECODE is set or the agent sandbox shows the environment
-        # read-only, and would compile each module at every import there. Some
-        # packages ship files no Python 3 compiles.
-        site = _ask(python, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-        subprocess.run([python, "-m", "compileall", "-q", "-j", "0", site], capture_output=True)
         built_with = "venv"
     version = _ask(python, "import platform; print(platform.python_version())")
     marker = {
