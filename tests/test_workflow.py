@@ -862,7 +862,7 @@ def eee_validator(tmp_path_factory) -> str:
 
     venv = tmp_path_factory.mktemp("eee") / "venv"
     subprocess.run([_python_312(), "-m", "venv", "--without-pip", str(venv)], check=True)
-    install_packages(str(venv / "bin" / "python"), ["every-eval-ever==0.3.0"])
+    install_packages(str(venv / "bin" / "python"), ["every-eval-ever==0.3.0"], byte_compile=False)
     return str(venv / "bin" / "every_eval_ever")
 
 

@@ -104,15 +104,18 @@ def uv_command(python: str, settings: dict[str, str]) -> tuple[list[str], dict[s
     return command, env
 
 
-def install_packages(python: str, requirements: list[str]) -> None:
+def install_packages(python: str, requirements: list[str], byte_compile: bool = True) -> None:
     """Install ``requirements`` (pip's requirement specifiers, and options such as
-    ``-e`` or ``--no-deps``) into the environment of ``python`` with uv, byte-compiled."""
+    ``-e`` or ``--no-deps``) into the environment of ``python`` with uv, byte-compiled
+    unless ``byte_compile`` is false (a tool run once or twice: compiling all of it costs
+    more than the few modules it imports)."""
     command, extra = uv_command(python, pip_settings())
-    # Byte-compiled now, on every core: Python never writes its caches where
-    # PYTHONDONTWRITEBYTECODE is set or the agent sandbox shows the environment
-    # read-only, and would compile each module at every import there (PyTorch's
-    # take half a minute). A file no Python of this version compiles is left as is.
-    command.append("--compile-bytecode")
+    if byte_compile:
+        # On every core, now: Python never writes its caches where
+        # PYTHONDONTWRITEBYTECODE is set or the agent sandbox shows the environment
+        # read-only, and would compile each module at every import there (PyTorch's
+        # take half a minute). A file no Python of this version compiles is left as is.
+        command.append("--compile-bytecode")
     env = {**os.environ, **extra}
     # Once more on failure: a download cut short by the registry fails its hash
     # check, and a second try fetches it whole (a pin that cannot resolve fails again).
