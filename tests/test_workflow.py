@@ -857,12 +857,17 @@ def _python_312() -> str:
 
 @pytest.fixture(scope="session")
 def eee_validator(tmp_path_factory) -> str:
-    """Every Eval Ever's own validator, from the package registry, in its own venv."""
-    from helixbench.environments import install_packages
+    """Every Eval Ever's own command (its validator and its Inspect converter), from
+    the package registry, in its own venv beside the Inspect our environment pins."""
+    from helixbench.environments import install_packages, pip_pins
 
+    inspect = [p for p in pip_pins(REPO_ROOT / "workflow/envs/peers/inspect.yaml")
+               if p.startswith("inspect-ai==")]  # fmt: skip
     venv = tmp_path_factory.mktemp("eee") / "venv"
     subprocess.run([_python_312(), "-m", "venv", "--without-pip", str(venv)], check=True)
-    install_packages(str(venv / "bin" / "python"), ["every-eval-ever==0.3.0"], byte_compile=False)
+    install_packages(
+        str(venv / "bin" / "python"), ["every-eval-ever==0.3.0", *inspect], byte_compile=False
+    )
     return str(venv / "bin" / "every_eval_ever")
 
 
@@ -932,14 +937,13 @@ def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_validato
 @pytest.mark.workflow
 @PAPER_RUN
 def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
-    mirror, paper_run, tmp_path, inspect_env
+    mirror, paper_run, tmp_path, inspect_env, eee_validator
 ):
     """A run as an Inspect eval log, written by Inspect's own writer in Inspect's own
     environment (built as the workflow builds it), read back by read_eval_log (its
     samples' events, the run's ids and times, each metric's mean and the leaderboard's
-    macro), listed and served by `inspect view`. (Every Eval Ever's Inspect converter
-    reads these logs too, checked by hand: it needs inspect-ai beside EEE, a minute
-    of CI's install.)"""
+    macro), listed and served by `inspect view`, and converted by Every Eval Ever's
+    own Inspect converter into records its validator passes."""
     import socket
 
     import requests
@@ -989,6 +993,22 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     assert not any(r.startswith(("b'", 'b"')) for r in back["replies"])  # text, not bytes
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\+00-00_codex-genegpt-101110_\w{22}\.eval",
                         log.name)  # fmt: skip
+    converted = subprocess.run(
+        [eee_validator, "convert", "inspect", "--log_path", str(out / "inspect"),
+         "--output_dir", "data"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert converted.returncode == 0, converted.stderr[-3000:]
+    assert "Converted 1 evaluation log(s)." in converted.stdout
+    records = sorted(r.relative_to(tmp_path).as_posix() for r in tmp_path.glob("data/**/*.json*"))
+    assert records and all(r.startswith("data/genehop/openai/") for r in records), records
+    valid = subprocess.run(
+        [eee_validator, "validate", *records, "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert valid.returncode == 0 and all(r["valid"] for r in json.loads(valid.stdout)), (
+        valid.stdout[-3000:]
+    )
     with socket.socket() as probe:  # a free loopback port for inspect view
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
