@@ -130,7 +130,8 @@ def test_an_original_is_planned_with_its_code_environment_and_header_snapshot(mi
 @pytest.mark.slow
 def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_path, smollm2_dir):
     """The cross-check of issue 28 on one question (a sample of one of Protein-coding
-    genes; SmolLM2 answers it in one call, about half a minute here)."""
+    genes; SmolLM2 answers it in one call). main.py asks for 512 tokens, as our loop
+    does: the model's own cap (``max_tokens``) holds both to 48, a few seconds a call."""
     models = tmp_path / "resources" / "models"  # converted once for every test
     models.mkdir(parents=True)
     (models / converted_name(SMOLLM2)).symlink_to(smollm2_dir, target_is_directory=True)
@@ -138,7 +139,7 @@ def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_
         "benchmarks": ["geneturing"],
         "shards": 1,
         "tools": {"mode": "offline", "seed": [{"recording": "genegpt-2023", "masks": ["111111"]}]},
-        "models": {"smollm2": {**SMOLLM2, "threads": 1}},
+        "models": {"smollm2": {**SMOLLM2, "threads": 1, "max_tokens": 48}},
         "methods": {
             "genegpt-slim": {"kind": "genegpt", "mask": "001001"},
             "genegpt-main": {
@@ -171,6 +172,7 @@ def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_
     our_calls = [e["data"] for e in ours["events"] if e["type"] == "model"]
     their_calls = [e["data"] for e in theirs["events"] if e["type"] == "model"]
     assert len(their_calls) == len(our_calls) >= 1
+    assert all(call["completion_tokens"] <= 48 for call in our_calls)
     for mine, upstreams in zip(our_calls, their_calls, strict=True):
         assert upstreams["prompt_sha256"] == mine["prompt_sha256"]
         assert upstreams["prompt_sha256"] == sha256_text(upstreams["prompt_increment"])

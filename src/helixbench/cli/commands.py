@@ -269,6 +269,8 @@ def describe_identity(names: str | None, identity_json: str | None) -> str:
         facts.append(f"{identity['api']} API")
     if "chat_template" in identity:
         facts.append("chat template" if identity["chat_template"] else "no chat template")
+    if identity.get("max_tokens"):
+        facts.append(f"at most {identity['max_tokens']} tokens a completion")
     return f"{names or '?'} ({', '.join(str(f) for f in facts if f)})"
 
 

@@ -100,6 +100,7 @@ class TransformersModel(Backend):
         self.reuse = spec.get("reuse_cache", True)
         self.device = spec.get("device", "cpu")
         self.chat_template = spec.get("chat_template", False)
+        self.max_tokens = spec.get("max_tokens")  # a cap on every completion, where set
         # Draft tokens proposed by prompt lookup a forward pass (0: one token at a time).
         self.lookup = int(spec.get("prompt_lookup", 8))
         if self.package:
@@ -168,6 +169,8 @@ class TransformersModel(Backend):
             identity["gguf_file"] = self.gguf_file
         if self.revision:
             identity["revision"] = self.revision
+        if self.max_tokens:
+            identity["max_tokens"] = self.max_tokens
         if self.local:  # the weights themselves, so a changed file is another model
             root = Path(self.source)
             files = (
@@ -193,7 +196,7 @@ class TransformersModel(Backend):
     def weights_identity(self) -> dict:
         """The identity of the weights alone (a converted directory serves every model
         that loads the same file, with its chat template or without)."""
-        return {k: v for k, v in self._identity.items() if k != "chat_template"}
+        return {k: v for k, v in self._identity.items() if k not in ("chat_template", "max_tokens")}
 
     def _tokens(self, request: CompletionRequest) -> list[int]:
         """The token ids the model continues: the prompt as it is, or wrapped in the
@@ -234,7 +237,9 @@ class TransformersModel(Backend):
             raise ContextLengthError(
                 f"prompt of {len(ids)} tokens does not fit the {window}-token window"
             )
-        budget = request.max_tokens if not window else min(request.max_tokens, window - len(ids))
+        budget = min(request.max_tokens, self.max_tokens or request.max_tokens)
+        if window:
+            budget = min(budget, window - len(ids))
         reused = 0
         if self.reuse and request.shared_prefix and self.prefix_cache:
             self._load_prefix(request.shared_prefix, ids)
