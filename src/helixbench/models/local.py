@@ -305,7 +305,8 @@ class TransformersModel(Backend):
         prefix_ids = ids[:n]
         if n < 16 or self._cached_ids[:n] == prefix_ids:
             return  # no real shared prefix, or it is in the cache already
-        key = sha256_json([self.identity(), prefix_ids])[:32]
+        # The weights decide a prefix's keys and values; a completion cap does not.
+        key = sha256_json([self.weights_identity(), prefix_ids])[:32]
         path = self.prefix_cache / f"{key}.safetensors"
         path.parent.mkdir(parents=True, exist_ok=True)
         # Jobs that start together take turns: the first encodes the prefix and saves
