@@ -856,7 +856,7 @@ def _python_312() -> str:
 
 
 @pytest.fixture(scope="session")
-def eee_validator(tmp_path_factory) -> str:
+def eee_command(tmp_path_factory) -> str:
     """Every Eval Ever's own command (its validator and its Inspect converter), from
     the package registry, in its own venv beside the Inspect our environment pins."""
     from helixbench.environments import install_packages, pip_pins
@@ -873,7 +873,7 @@ def eee_validator(tmp_path_factory) -> str:
 
 @pytest.mark.workflow
 @PAPER_RUN
-def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_validator):
+def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_command):
     """report.exports: [every-eval-ever] in the workflow: each run's aggregate and
     instance files, checked by EEE's validator (schema and semantic rules)."""
     exports = paper_run / "results" / "report" / "exports"
@@ -891,7 +891,7 @@ def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_validato
                                for f in files if f.parents[4] == files[0].parents[4]]),
     ):  # fmt: skip
         done = subprocess.run(
-            [eee_validator, "validate", *names, "--format", "json"],
+            [eee_command, "validate", *names, "--format", "json"],
             capture_output=True,
             text=True,
             cwd=cwd,
@@ -937,7 +937,7 @@ def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_validato
 @pytest.mark.workflow
 @PAPER_RUN
 def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
-    mirror, paper_run, tmp_path, inspect_env, eee_validator
+    mirror, paper_run, tmp_path, inspect_env, eee_command
 ):
     """A run as an Inspect eval log, written by Inspect's own writer in Inspect's own
     environment (built as the workflow builds it), read back by read_eval_log (its
@@ -994,7 +994,7 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\+00-00_codex-genegpt-101110_\w{22}\.eval",
                         log.name)  # fmt: skip
     converted = subprocess.run(
-        [eee_validator, "convert", "inspect", "--log_path", str(out / "inspect"),
+        [eee_command, "convert", "inspect", "--log_path", str(out / "inspect"),
          "--output_dir", "data"],
         capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip
@@ -1003,7 +1003,7 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     records = sorted(r.relative_to(tmp_path).as_posix() for r in tmp_path.glob("data/**/*.json*"))
     assert records and all(r.startswith("data/genehop/openai/") for r in records), records
     valid = subprocess.run(
-        [eee_validator, "validate", *records, "--format", "json"],
+        [eee_command, "validate", *records, "--format", "json"],
         capture_output=True, text=True, cwd=tmp_path,
     )  # fmt: skip
     assert valid.returncode == 0 and all(r["valid"] for r in json.loads(valid.stdout)), (
