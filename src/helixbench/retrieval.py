@@ -151,13 +151,14 @@ def chunk_documents(docs, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
 _EMBEDDERS: dict[str, object] = {}
 
 
-def embedder(settings: dict):
-    """The sentence-transformers model of an index (loaded once per process)."""
+def embedder(settings: dict, cache_dir: Path | None = None):
+    """The encoder of an index, one per process (its model loads once, when a text is
+    not in ``cache_dir``): a :class:`helixbench.scoring.text.EmbeddingScorer`."""
     from .scoring.text import EmbeddingScorer
 
-    key = sha256_json(settings["embedding"])
+    key = sha256_json([settings["embedding"], str(cache_dir)])
     if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = EmbeddingScorer(settings["embedding"]).model()
+        _EMBEDDERS[key] = EmbeddingScorer(settings["embedding"], cache_dir=cache_dir)
     return _EMBEDDERS[key]
 
 
@@ -180,7 +181,7 @@ def build_index(settings: dict, local_path, out_dir: Path) -> dict:
     chunks = chunk_documents(docs, settings["chunk_size"], settings["chunk_overlap"])
     if not chunks:
         raise ValueError(f"corpus {settings['corpus']!r} holds no text to index")
-    model = embedder(settings)
+    model = embedder(settings).model()  # the chunks in batches: none is asked twice
     building = out_dir.with_name(out_dir.name + ".building")
     shutil.rmtree(building, ignore_errors=True)
     collection = _client(building / "chroma").create_collection(
@@ -228,6 +229,7 @@ class Index:
     """An index built by :func:`build_index`, opened for queries."""
 
     path: Path
+    embeddings: Path | None = None  # where queries' vectors are kept (the jobs' cache)
     settings: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -236,16 +238,13 @@ class Index:
         self.settings = facts["settings"]
         self.key = facts["key"]
         self._collection = _client(self.path / "chroma").get_collection(COLLECTION)
-        self._model = None
         # Questions answered at once (a served model) search one at a time: one model
         # load, and Chroma's client used by one thread at a time.
         self._lock = threading.Lock()
 
     def embed(self, text: str) -> np.ndarray:
         with self._lock:
-            if self._model is None:
-                self._model = embedder(self.settings)
-            return self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
+            return embedder(self.settings, self.embeddings).vectors([text])[0]
 
     def search(
         self, query: str, search: str = "mmr", k: int = 3, fetch_k: int = 20, lambda_mult=0.5

@@ -85,7 +85,9 @@ def load_schema(path: str = str(SCHEMA)) -> dict:
             return [resolved(v) for v in node]
         return node
 
-    return resolved(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    # libyaml's loader where PyYAML has it: every Snakemake start reads this 48 KB file.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return resolved(yaml.load(Path(path).read_text(encoding="utf-8"), Loader=loader))
 
 
 @cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..models import call_fields
 from ..transcripts import Event
@@ -42,6 +43,7 @@ class TaskContext:
     every: list  # every question of the table (a toy gene set finds its dataset's row)
     model: object  # the run's model, or None where each task makes its own
     recordings: object  # a helixbench.sources.recordings.RecordingReader
+    embeddings: Path | None = None  # where texts' vectors are kept (the jobs' shared cache)
 
     @property
     def kind(self) -> str:

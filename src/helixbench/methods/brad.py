@@ -194,7 +194,7 @@ def prepare(context) -> Prepared:
     """BRAD on a question or a gene set: the run's model, the index the plan names,
     and for gene sets the gene-set tools (Enrichr) through the executor."""
     spec, task = context.run["method_spec"], context.task
-    index = Index(task["index"])
+    index = Index(task["index"], context.embeddings)
     genesets = task["benchmark"] == "genesets"
     tools = None
     if genesets:

@@ -18,7 +18,7 @@ from ..datasets.questions import Question, read_questions
 from ..digests import sha256_json, sha256_text
 from ..methods import TaskContext, prepare
 from ..models import ModelError, backend, create_model, serving_settings
-from ..scoring import Scorers
+from ..scoring import Scorers, embeddings_dir
 from ..scoring.background import dataset_names, read_background
 from ..scoring.rag_assessment import applies as ragas_applies
 from ..scoring.rag_assessment import ragas_scores
@@ -95,8 +95,8 @@ class _TaskSetup:
     header_sha256: str
 
 
-def _task_setup(spec, task, questions, model, every, recordings) -> _TaskSetup:
-    context = TaskContext(spec, task, questions, every, model, recordings)
+def _task_setup(spec, task, questions, model, every, recordings, embeddings) -> _TaskSetup:
+    context = TaskContext(spec, task, questions, every, model, recordings, embeddings)
     prepared = prepare(context)
     run_info = {
         "model": spec["model"],
@@ -147,7 +147,7 @@ def run_shard(
         of_task = [q for t, q in chosen if t is task]
         if of_task:
             setups[task["benchmark"], task["task"]] = _task_setup(
-                spec, task, of_task, shared_model, every, recordings
+                spec, task, of_task, shared_model, every, recordings, embeddings_dir(model_cache)
             )
     # What shapes the records: the spec, each task's prompt header (its snapshot and
     # its hash) and model identity; a change in any sets old partial records aside.

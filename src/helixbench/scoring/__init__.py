@@ -158,15 +158,13 @@ class Scorers:
         if name in RECORD_SCORERS:
             return RECORD_SCORERS[name]
         if name == "embedding":
-            return EmbeddingScorer(self.scoring.get("embedding"))
+            return EmbeddingScorer(self.scoring.get("embedding"), cache_dir=self._embeddings())
         if name == "percentile":
             path = self.scoring.get("percentile", {}).get("candidates")
             candidates = self._candidates
             if path:  # a larger background: one name a line
                 candidates = [n.strip() for n in open(path, encoding="utf-8") if n.strip()]
-            # Beside the model cache: the candidates' embeddings, shared by score jobs.
-            cache_dir = Path(self._model_cache).parent / "embeddings" if self._model_cache else None
-            return PercentileScorer(self.get("embedding"), candidates, cache_dir)
+            return PercentileScorer(self.get("embedding"), candidates, self._embeddings())
         if name in MODEL_SCORERS:
             key = MODEL_SCORERS[name]
             model = self.scoring.get(key, {}).get("model")
@@ -182,6 +180,10 @@ class Scorers:
             return ModelExtractedScorer(extractor)
         raise KeyError(f"unknown scorer {name!r}; available: {', '.join(SCORER_NAMES)}")
 
+    def _embeddings(self) -> Path | None:
+        """Beside the model cache: the embeddings that score jobs share."""
+        return embeddings_dir(self._model_cache)
+
     def for_task(self, task: str) -> list[tuple[str, Scorer]]:
         return [(name, self.get(name)) for name in scorers_for(task, self.scoring)]
 
@@ -193,6 +195,12 @@ class Scorers:
     def identities(self) -> dict:
         """What the model-based scorers used, for the report's provenance."""
         return {n: s.identity() for n, s in self._built.items() if hasattr(s, "identity")}
+
+
+def embeddings_dir(model_cache) -> Path | None:
+    """Where the jobs keep embeddings (texts' vectors, percentile backgrounds): beside
+    the model cache, so one cleaning of the caches clears both."""
+    return Path(model_cache).parent / "embeddings" if model_cache else None
 
 
 def get_scorer(name: str) -> Scorer:
