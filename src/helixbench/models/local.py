@@ -18,7 +18,6 @@ the answer a fresh run would give (a test checks them token for token).
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import importlib.metadata
 import importlib.util
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from .. import paths
 from ..digests import sha256_file, sha256_json
+from ..locks import exclusive
 from . import Backend, Completion, CompletionRequest, ContextLengthError
 from .gguf import CONVERSION, CONVERTED_INFO, converted_name, package_dir, restore_pre_tokenizer
 from .tool_calls import TOOL_CALL_END, parse_tool_calls, tool_call_convention
@@ -311,8 +311,7 @@ class TransformersModel(Backend):
         path.parent.mkdir(parents=True, exist_ok=True)
         # Jobs that start together take turns: the first encodes the prefix and saves
         # it, the others wait for it and load it instead of encoding it too.
-        with open(path.with_name(path.name + ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive(path.with_name(path.name + ".lock")):
             if not path.is_file():
                 cache = _new_cache()
                 with torch.inference_mode():

@@ -5,6 +5,10 @@ differs by one byte from the recording is a miss: this is the fidelity check of
 our prompt builder and loop. Where a recorded question ended in ``lengthError``
 the refused prompt was never logged; the refusal is replayed at the call that
 follows the question's last logged step.
+
+A recording keeps no usage: a call's tokens are counted from the prompt and the
+completion by the recorded model's own tokenizer where it can be had offline
+(Codex: p50k_base, :mod:`.tokens`), and the identity names it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from ..digests import sha256_text
 from ..sources.recordings import RECORDINGS, RecordedItem
 from . import Backend, Completion, CompletionRequest, ContextLengthError, ModelMiss
+from .tokens import encoding_for
 
 
 class ReplayModel(Backend):
@@ -19,7 +24,8 @@ class ReplayModel(Backend):
     recorded = True
 
     def __init__(self, items: list[RecordedItem], identity: dict):
-        self._identity = identity
+        self._encoding = encoding_for(identity.get("model", ""))
+        self._identity = identity | ({"tokenizer": self._encoding.name} if self._encoding else {})
         self._by_prompt: dict[str, dict[str, str]] = {}  # key -> {question: completion}
         self._refusals: dict[str, int] = {}  # question -> call index that was refused
         for item in items:
@@ -50,12 +56,22 @@ class ReplayModel(Backend):
     def complete(self, request: CompletionRequest) -> Completion:
         recorded = self._by_prompt.get(sha256_text(request.prompt), {})
         if request.question in recorded:
-            return Completion(recorded[request.question], cache="hit")
+            return self._counted(request.prompt, recorded[request.question])
         if len(set(recorded.values())) == 1:  # same prompt logged under another question
-            return Completion(next(iter(recorded.values())), cache="hit")
+            return self._counted(request.prompt, next(iter(recorded.values())))
         if self._refusals.get(request.question) == request.call_index:
             raise ContextLengthError("recorded context-length refusal", cache="hit")
         raise ModelMiss(
             f"no recorded completion for this prompt (sha256 {sha256_text(request.prompt)[:16]}, "
             f"call {request.call_index} of {request.question_id})"
+        )
+
+    def _counted(self, prompt: str, completion: str) -> Completion:
+        if self._encoding is None:  # no figure rather than a false zero
+            return Completion(completion, cache="hit")
+        return Completion(
+            completion,
+            cache="hit",
+            prompt_tokens=len(self._encoding.encode_ordinary(prompt)),
+            completion_tokens=len(self._encoding.encode_ordinary(completion)),
         )

@@ -111,7 +111,7 @@ def sample_events(record: dict) -> list[dict]:
                     "seconds": seconds,
                     "prompt": data.get("prompt_increment") or "",
                     "completion": data.get("completion") or "",
-                    # None where the source counted none (a recording keeps no usage)
+                    # None where nothing counted them (a replay without its tokenizer's files)
                     "input_tokens": data.get("prompt_tokens"),
                     "output_tokens": data.get("completion_tokens"),
                     "cache": data.get("cache"),

@@ -63,8 +63,8 @@ def when(seconds: float) -> str:
 
 
 def usage(events: list[dict]) -> ModelUsage | None:
-    """The tokens of the model events, or None where none was counted (a replayed
-    recording keeps no usage: no figure rather than a false zero)."""
+    """The tokens of the model events, or None where none was counted (a replay
+    without its tokenizer's files: no figure rather than a false zero)."""
     calls = [e for e in events if e["type"] == "model" and e["input_tokens"] is not None]
     if not calls:
         return None

@@ -15,6 +15,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from ..locks import exclusive
 from .strict import ANSWER_PREFIX
 
 PARENTHESISED = re.compile(r"\([^()]*\)")
@@ -238,6 +239,7 @@ class PercentileScorer:
         self.candidates = list(dict.fromkeys(c for c in candidates if c))
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self._matrix = None
+        self._cleaned = None  # the candidates cleaned once: a score compares each to the gold
 
     def identity(self) -> dict:
         return {"embedding": self.embedding.identity(), "candidates": len(self.candidates)}
@@ -250,22 +252,20 @@ class PercentileScorer:
             return None
         if not clean_text(answer or ""):
             return 0.0
-        if self._matrix is None:
-            self._matrix = self._candidate_matrix()
+        self.warm()
         answer_vector, gold_vector = self.embedding.encode([answer, gold])
-        true = float(answer_vector @ gold_vector)
-        others = [
-            float(s)
-            for name, s in zip(self.candidates, self._matrix @ answer_vector, strict=True)
-            if clean_text(name) != clean_text(gold)
-        ]
-        return sum(s < true for s in others) / len(others)
+        true = answer_vector @ gold_vector
+        others = (self._matrix @ answer_vector)[self._cleaned != clean_text(gold)]
+        return int((others < true).sum()) / others.size
 
     def warm(self) -> None:
         """Encode the candidates now (into the cache, where there is one), so that the
         score jobs that follow read them instead of each encoding them."""
         if self._matrix is None:
+            import numpy as np
+
             self._matrix = self._candidate_matrix()
+            self._cleaned = np.array([clean_text(c) for c in self.candidates], dtype=object)
 
     def _candidate_matrix(self):
         """The candidates' embeddings, from the cache when the same model (and library
@@ -280,10 +280,14 @@ class PercentileScorer:
         path = self.cache_dir / f"{key}.npy"
         if path.exists():
             return np.load(path)
-        matrix = self.embedding.encode_batch(self.candidates)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:  # np.save would add .npy to the temporary name
-            np.save(fh, matrix)
-        tmp.replace(path)  # atomic: a concurrent job reads the old state or the whole file
+        # Jobs that start together (other working directories sharing the cache) take
+        # turns: the first encodes the names (a minute or more), the others read them.
+        with exclusive(path.with_name(f"{path.name}.lock")):
+            if path.exists():
+                return np.load(path)
+            matrix = self.embedding.encode_batch(self.candidates)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as fh:  # np.save would add .npy to the temporary name
+                np.save(fh, matrix)
+            tmp.replace(path)  # atomic: a job that does not wait reads nothing or all
         return matrix
