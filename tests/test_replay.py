@@ -198,6 +198,29 @@ def test_codex_calls_are_counted_with_p50k_base_rebuilt_offline(recording):
     assert done.completion_tokens == len(p50k.encode_ordinary(completion))
 
 
+def test_counts_of_a_runs_prompts_part_by_part_equal_whole_encodings(recording):
+    """A replay counts a prompt by its parts (cut where p50k's pre-tokenizer always
+    ends a piece), each part encoded once: every prompt and completion of two
+    recorded runs counts as encoding it whole does."""
+    from helixbench.models.tokens import TokenCounter, encoding_for
+
+    p50k = encoding_for("code-davinci-002")
+    counter = TokenCounter(p50k)
+    texts = [
+        text
+        for benchmark, mask, task in (("geneturing", "001001", "Gene alias"),
+                                      ("genehop", "101110", "Disease gene location"))
+        for item in load_recording(recording(benchmark, mask, task))
+        for step in item.steps
+        for text in step
+    ]  # fmt: skip
+    assert len(texts) > 200
+    assert [counter(t) for t in texts] == [len(p50k.encode_ordinary(t)) for t in texts]
+    assert counter("a\nb") == 3 and counter("a \n\nb  \n") == len(
+        p50k.encode_ordinary("a \n\nb  \n")
+    )
+
+
 def test_gpt2_files_that_are_not_gpt2s_count_nothing(tmp_path, monkeypatch):
     from importlib.util import find_spec
     from pathlib import Path

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..digests import sha256_text
 from ..sources.recordings import RECORDINGS, RecordedItem
 from . import Backend, Completion, CompletionRequest, ContextLengthError, ModelMiss
-from .tokens import encoding_for
+from .tokens import TokenCounter, encoding_for
 
 
 class ReplayModel(Backend):
@@ -24,8 +24,9 @@ class ReplayModel(Backend):
     recorded = True
 
     def __init__(self, items: list[RecordedItem], identity: dict):
-        self._encoding = encoding_for(identity.get("model", ""))
-        self._identity = identity | ({"tokenizer": self._encoding.name} if self._encoding else {})
+        encoding = encoding_for(identity.get("model", ""))
+        self._tokens = TokenCounter(encoding) if encoding else None
+        self._identity = identity | ({"tokenizer": encoding.name} if encoding else {})
         self._by_prompt: dict[str, dict[str, str]] = {}  # key -> {question: completion}
         self._refusals: dict[str, int] = {}  # question -> call index that was refused
         for item in items:
@@ -67,11 +68,11 @@ class ReplayModel(Backend):
         )
 
     def _counted(self, prompt: str, completion: str) -> Completion:
-        if self._encoding is None:  # no figure rather than a false zero
+        if self._tokens is None:  # no figure rather than a false zero
             return Completion(completion, cache="hit")
         return Completion(
             completion,
             cache="hit",
-            prompt_tokens=len(self._encoding.encode_ordinary(prompt)),
-            completion_tokens=len(self._encoding.encode_ordinary(completion)),
+            prompt_tokens=self._tokens(prompt),
+            completion_tokens=self._tokens(completion),
         )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
@@ -104,3 +105,34 @@ def encoding_for(model: str):
         special_tokens={ENDOFTEXT: 50256},
         explicit_n_vocab=50281,
     )
+
+
+# Where p50k_base's pre-tokenizer (r50k's pattern) always ends a piece: between a
+# character that is not whitespace and a newline. Only whitespace pieces hold a
+# newline, and none of them takes the character before it; tiktoken encodes each
+# piece alone, so a text's count is the sum of its parts' counts cut there.
+LINE_ENDS = re.compile(r"(?<=\S)(?=\n)")
+
+
+class TokenCounter:
+    """Counts of many prompts that share most of their text (a replayed run: every
+    prompt starts with the same header, and a question's prompts grow by a step):
+    each part between two piece ends is encoded once and its count kept, so a
+    prompt costs the encoding of its new lines only, and counts exactly as a whole."""
+
+    def __init__(self, encoding, kept: int = 200_000):
+        self.encoding = encoding
+        self.name = encoding.name
+        self._counts: dict[str, int] = {}
+        self._kept = kept  # parts whose counts are kept at most (then started afresh)
+
+    def __call__(self, text: str) -> int:
+        if len(self._counts) > self._kept:
+            self._counts.clear()
+        total = 0
+        for part in LINE_ENDS.split(text):
+            count = self._counts.get(part)
+            if count is None:
+                count = self._counts[part] = len(self.encoding.encode_ordinary(part))
+            total += count
+        return total
