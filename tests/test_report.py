@@ -441,3 +441,22 @@ def test_an_originals_prompts_are_paired_by_digest_not_by_cache_hits():
         f"{m} / {k}": {"model": m, "method": k, "prompts": p} for (m, k), p in prompts.items()
     }
     assert with_shared_prompts(agents, summaries).prompts_shared.tolist() == [2]
+
+
+def test_no_text_of_a_run_can_end_the_bundled_pages_script(tmp_path):
+    """The page's copy for Snakemake's report holds each run's file inside a script:
+    a run's answer that reads ``</script>`` or opens a comment stays a string, and a
+    run past the page's size limit is left to runs/."""
+    import json
+    from types import SimpleNamespace
+
+    from helixbench.report.details import CALLBACK, inline_run_scripts
+
+    data = {"run": "m / x", "questions": [{"answer": "</script><!-- <b>bold</b>"}]}
+    details = tmp_path / "details.js"
+    details.write_text(f"{CALLBACK}({json.dumps(data)});\n")
+    plan = SimpleNamespace(runs=[SimpleNamespace(details_path=str(details))] * 2)
+    (script,) = inline_run_scripts(plan, max_bytes=details.stat().st_size + 10)
+    assert "<" not in script and script.startswith(f"{CALLBACK}(")
+    assert json.loads(script[len(CALLBACK) + 1 : -3]) == data
+    assert len(inline_run_scripts(plan)) == 2

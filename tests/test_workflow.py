@@ -429,6 +429,15 @@ def test_html_report_opens_in_headless_chromium(paper_run):
     shot = paper_run / "screenshot.png"  # (beside the report: not one of its files)
     chromium.screenshot(page, shot, paper_run / "chromium-profile")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+    # The copy for Snakemake's report, alone in a folder (as Snakemake embeds it): every
+    # run inside it, so the transcripts show without runs/.
+    alone = paper_run / "bundled-alone"
+    alone.mkdir(exist_ok=True)
+    shutil.copy(report / "index-bundled.html", alone / "index.html")
+    dom, console = chromium.dump_dom(alone / "index.html", paper_run / "chromium-profile")
+    assert 'data-ready="1"' in dom and "Uncaught" not in console, console[-2000:]
+    assert '<pre id="js-errors" class="err"></pre>' in dom, dom[:2000]
+    assert "model call 0" in dom and "prompt increment" in dom and "tool call 0" in dom
 
 
 @pytest.mark.slow

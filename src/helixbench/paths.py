@@ -97,7 +97,10 @@ REPORT = (
     # the validated config it cites.
     ReportFile("config.json"),
     ReportFile("ro-crate-metadata.json"),
-    ReportFile("index.html", "index", "Report"),
+    # The page, and its copy with every run inside for Snakemake's own report (which
+    # embeds a page without the runs/ folder beside it; report/details.py).
+    ReportFile("index.html"),
+    ReportFile("index-bundled.html", "index", "Report"),
     ReportFile("headline.csv", "headline", "Scores"),
     ReportFile("leaderboard.csv", "leaderboard", "Scores"),
     ReportFile("genesets_leaderboard.csv", "genesets_leaderboard", "Scores"),

@@ -67,9 +67,11 @@ def write_report(
     """The report of ``plan``'s runs (exactly those: ``sources``, the config files it
     was built from, are named on its first screen) into ``out_dir``."""
     from .details import (
+        BUNDLED_PAGE,
         CALLBACK,
         MAX_TEXT_CHARS,
         details_link,
+        inline_run_scripts,
         place_run_files,
     )
     from .figures import (
@@ -218,84 +220,85 @@ def write_report(
     ]
     total = sum(r["questions"] for r in runs)
     headline_rows = headline.groupby("benchmark", sort=False).head(HEADLINE_SHOWN)
-    write_html(
-        out_dir / "index.html",
-        {
-            "prov": prov,
-            "built_from": built_from(prov),
-            "notes": notes,
-            "headline": [
-                {**row, "sentence": headline_sentence(row, fmt)}
-                for row in headline_rows.to_dict("records")
-            ],
-            "headline_more": len(headline) - len(headline_rows),
-            "headline_method": HEADLINE_METHOD,
-            "leaderboard": board.to_dict("records"),
-            "geneset_leaderboard": geneset_board.to_dict("records"),
-            "geneset_encoders": encoders_of(geneset_board) if not geneset_board.empty else "",
-            "geneset_groups": geneset_board.compared_on.nunique(),
-            "imported": imported,
-            "imports": html_table(imports, "imports.csv"),
-            "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
-            "tables": {
-                "comparisons": html_table(comparisons, "comparisons.csv"),
-                "protocols": html_table(protocols, "protocols.csv"),
-                "protocol_tests": html_table(tests, "protocol_tests.csv"),
-                "table2": html_table(t2_intervals, "table2.csv"),
-                "table2_nodemo": html_table(t2_nodemo, "scores.csv"),
-                "table2_strict": html_table(
-                    table2(plan, summary, "strict", intervals=True), "scores.csv"
-                ),
-                "ablation": html_table(ablation, "ablation.csv"),
-                "genehop": html_table(hop, "genehop.md"),
-                "genesets": html_table(genesets, "genesets.csv"),
-                "geneagent_paper": html_table(
-                    paper_layout(csv_tables["geneagent_paper"]), "geneagent_paper.csv"
-                )
-                if not csv_tables["geneagent_paper"].empty
-                else None,
-                "ragas": html_table(csv_tables["ragas"], "ragas.csv")
-                if not csv_tables["ragas"].empty
-                else None,
-                "robustness": html_table(csv_tables["robustness"], "robustness.csv")
-                if not csv_tables["robustness"].empty
-                else None,
-                "hu_ranks": html_table(csv_tables["hu_ranks"], "hu_ranks.csv")
-                if not csv_tables["hu_ranks"].empty
-                else None,
-                "bank_leaderboard": html_table(bank_board, "question_bank_leaderboard.csv")
-                if covered
-                else None,
-                "overlap": html_table(bank_section["overlap"], "overlap.csv") if covered else None,
-                "overlap_golds": html_table(bank_section["golds"], "overlap_golds.csv")
-                if covered
-                else None,
-                "taxonomy": html_table(taxonomy, "taxonomy.csv"),
-                "table4": html_table(pd.DataFrame(table4["rows"])) if table4 else None,
-                "cost": html_table(costs, "cost.csv"),
-                "errors": html_table(errors, "errors.csv") if not errors.empty else None,
-            },
-            "bank": [
-                {
-                    "name": b["name"],
-                    "citation": b["citation"],
-                    "table": html_table(b["layout"], "question_bank.csv"),
-                }
-                for b in bank_section["benchmarks"]
-            ],
-            "table4": table4,
-            "comparisons_shown": len(comparisons),
-            "comparison_formula": formula,
-            "replay_hits": int(replay.hits.sum()) if not replay.empty else 0,
-            "replay_calls": replay_calls,
-            "runs": runs,
-            "autoload": total <= AUTOLOAD_QUESTIONS,
-            "eager": total <= AUTOLOAD_QUESTIONS,
-            "callback": CALLBACK,
-            "max_text_chars": MAX_TEXT_CHARS,
-            "task_names": list(dict.fromkeys(t.task for t in plan.tasks)),
+    page = {
+        "prov": prov,
+        "built_from": built_from(prov),
+        "notes": notes,
+        "headline": [
+            {**row, "sentence": headline_sentence(row, fmt)}
+            for row in headline_rows.to_dict("records")
+        ],
+        "headline_more": len(headline) - len(headline_rows),
+        "headline_method": HEADLINE_METHOD,
+        "leaderboard": board.to_dict("records"),
+        "geneset_leaderboard": geneset_board.to_dict("records"),
+        "geneset_encoders": encoders_of(geneset_board) if not geneset_board.empty else "",
+        "geneset_groups": geneset_board.compared_on.nunique(),
+        "imported": imported,
+        "imports": html_table(imports, "imports.csv"),
+        "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
+        "tables": {
+            "comparisons": html_table(comparisons, "comparisons.csv"),
+            "protocols": html_table(protocols, "protocols.csv"),
+            "protocol_tests": html_table(tests, "protocol_tests.csv"),
+            "table2": html_table(t2_intervals, "table2.csv"),
+            "table2_nodemo": html_table(t2_nodemo, "scores.csv"),
+            "table2_strict": html_table(
+                table2(plan, summary, "strict", intervals=True), "scores.csv"
+            ),
+            "ablation": html_table(ablation, "ablation.csv"),
+            "genehop": html_table(hop, "genehop.md"),
+            "genesets": html_table(genesets, "genesets.csv"),
+            "geneagent_paper": html_table(
+                paper_layout(csv_tables["geneagent_paper"]), "geneagent_paper.csv"
+            )
+            if not csv_tables["geneagent_paper"].empty
+            else None,
+            "ragas": html_table(csv_tables["ragas"], "ragas.csv")
+            if not csv_tables["ragas"].empty
+            else None,
+            "robustness": html_table(csv_tables["robustness"], "robustness.csv")
+            if not csv_tables["robustness"].empty
+            else None,
+            "hu_ranks": html_table(csv_tables["hu_ranks"], "hu_ranks.csv")
+            if not csv_tables["hu_ranks"].empty
+            else None,
+            "bank_leaderboard": html_table(bank_board, "question_bank_leaderboard.csv")
+            if covered
+            else None,
+            "overlap": html_table(bank_section["overlap"], "overlap.csv") if covered else None,
+            "overlap_golds": html_table(bank_section["golds"], "overlap_golds.csv")
+            if covered
+            else None,
+            "taxonomy": html_table(taxonomy, "taxonomy.csv"),
+            "table4": html_table(pd.DataFrame(table4["rows"])) if table4 else None,
+            "cost": html_table(costs, "cost.csv"),
+            "errors": html_table(errors, "errors.csv") if not errors.empty else None,
         },
-    )
+        "bank": [
+            {
+                "name": b["name"],
+                "citation": b["citation"],
+                "table": html_table(b["layout"], "question_bank.csv"),
+            }
+            for b in bank_section["benchmarks"]
+        ],
+        "table4": table4,
+        "comparisons_shown": len(comparisons),
+        "comparison_formula": formula,
+        "replay_hits": int(replay.hits.sum()) if not replay.empty else 0,
+        "replay_calls": replay_calls,
+        "runs": runs,
+        "autoload": total <= AUTOLOAD_QUESTIONS,
+        "eager": total <= AUTOLOAD_QUESTIONS,
+        "callback": CALLBACK,
+        "max_text_chars": MAX_TEXT_CHARS,
+        "task_names": list(dict.fromkeys(t.task for t in plan.tasks)),
+    }
+    write_html(out_dir / "index.html", {**page, "inline_runs": []})
+    # The same page with its runs inside, for Snakemake's own report (which embeds a
+    # page without the runs/ folder beside it).
+    write_html(out_dir / BUNDLED_PAGE, {**page, "inline_runs": inline_run_scripts(plan)})
     described = [n for n in paths.REPORT_FILES if n not in (CRATE_FILE, CONFIG_FILE)]
     if report_options.get("question_scores_csv"):
         described.append("question_scores.csv")

@@ -48,6 +48,7 @@ FORMATS = {
 }
 # What each report file is, for the crate (the captioned ones: workflow/report/*.rst).
 DESCRIPTIONS = {
+    "index.html": "the report's page: opens from disk; it reads each run's questions from runs/",
     "errors.csv": "per run and task: questions ended in an error, tool calls, how answered",
     "agents.csv": "per agent run: how its questions ended, its gateway calls, routes and caps",
     "table2.csv": "GeneGPT's Table 2 layout: GeneTuring per task beside the paper's figures",

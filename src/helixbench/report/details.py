@@ -6,6 +6,8 @@ questions, answers, scores and transcripts are in ``runs/<model>/<method>.js``
 which the page loads when the reader picks the
 run (a ``<script>`` element: static files, no server, works from ``file://`` and
 from a shared web folder) and renders as text (``textContent``, never markup).
+Snakemake's own report embeds a page without the folder beside it, so the report
+also writes the page with every run's file inside it (``index-bundled.html``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ from .records import ScoreIndex, primary_metric
 MAX_TEXT_CHARS = 2_000
 # The JavaScript function a run's file calls with its data (templates/report.html.j2).
 CALLBACK = "helixbenchRun"
+# The page with its runs inside (for Snakemake's report), holding at most this many
+# bytes of them: the runs past it are read from runs/ as index.html reads them.
+BUNDLED_PAGE = "index-bundled.html"
+BUNDLED_MAX_BYTES = 64 * 2**20
 
 
 def shown_text(value):
@@ -95,6 +101,20 @@ def details_link(model: str, method: str) -> str:
     from urllib.parse import quote
 
     return "/".join(quote(part) for part in ("runs", model, f"{method}.js"))
+
+
+def inline_run_scripts(plan, max_bytes: int = BUNDLED_MAX_BYTES) -> list[str]:
+    """Each run's file as the text of a ``<script>`` inside the page, in the plan's
+    order until ``max_bytes``. A run's file is one call with JSON, where a ``<`` only
+    stands inside a string: written ``\\u003c``, no text of a run can end the script."""
+    scripts, used = [], 0
+    for run in plan.runs:
+        text = Path(run.details_path).read_text(encoding="utf-8")
+        if used + len(text) > max_bytes:
+            continue
+        used += len(text)
+        scripts.append(text.replace("<", "\\u003c"))
+    return scripts
 
 
 def place_run_files(plan, out_dir: Path, exports: bool) -> None:
