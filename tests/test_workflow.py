@@ -1002,6 +1002,16 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     assert back["times"][0] < back["times"][1] and back["empty"] == 0
     # Codex's tokens, counted from the recorded texts with p50k_base (models.tokens).
     assert back["uncounted"] == 0 and back["tokens"] > 100 * 1000
+    # A sample that asked no model (an enrichment run) used none; one whose calls
+    # nothing counted has no figure.
+    rule = (
+        "import runpy, sys\nusage = runpy.run_path(sys.argv[1])['usage']\n"
+        "uncounted = [{'type': 'model', 'input_tokens': None, 'output_tokens': None}]\n"
+        "print(usage([{'type': 'tool'}]).total_tokens, usage(uncounted))"
+    )
+    module = REPO_ROOT / "src" / "helixbench" / "report" / "inspect_log.py"
+    done = subprocess.run([python, "-c", rule, str(module)], capture_output=True, text=True)
+    assert done.stdout.split() == ["0", "None"], done.stderr[-2000:]
     assert back["events"][:2] == ["model", "tool"]
     assert not any(r.startswith(("b'", 'b"')) for r in back["replies"])  # text, not bytes
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\+00-00_codex-genegpt-101110_\w{22}\.eval",

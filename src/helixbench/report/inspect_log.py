@@ -63,10 +63,12 @@ def when(seconds: float) -> str:
 
 
 def usage(events: list[dict]) -> ModelUsage | None:
-    """The tokens of the model events, or None where none was counted (a replay
-    without its tokenizer's files: no figure rather than a false zero)."""
-    calls = [e for e in events if e["type"] == "model" and e["input_tokens"] is not None]
-    if not calls:
+    """The tokens of the model events: none where no model was asked (an enrichment
+    run), None where one was and nothing counted them (a replay without its
+    tokenizer's files: no figure rather than a false zero)."""
+    asked = [e for e in events if e["type"] == "model"]
+    calls = [e for e in asked if e["input_tokens"] is not None]
+    if asked and not calls:
         return None
     i = sum(e["input_tokens"] or 0 for e in calls)
     o = sum(e["output_tokens"] or 0 for e in calls)
