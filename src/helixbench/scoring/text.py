@@ -197,16 +197,20 @@ class EmbeddingScorer:
             return None
 
     def _keep(self, text: str, vector) -> None:
-        if self.cache_dir is None:
-            return
-        import numpy as np
+        if self.cache_dir is not None:
+            save_array(self._path(text), vector)
 
-        path = self._path(text)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:  # np.save would add .npy to the temporary name
-            np.save(fh, vector)
-        tmp.replace(path)  # atomic: a concurrent job reads nothing or the whole file
+
+def save_array(path: Path, array) -> None:
+    """``array`` saved as ``path`` (.npy) at once: a concurrent job reads nothing or
+    the whole file, never a part."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:  # np.save would add .npy to the temporary name
+        np.save(fh, array)
+    tmp.replace(path)
 
 
 def cached_hub_model(repo_id: str, cache_dir: str | None = None) -> str | None:
@@ -286,8 +290,5 @@ class PercentileScorer:
             if path.exists():
                 return np.load(path)
             matrix = self.embedding.encode_batch(self.candidates)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            with open(tmp, "wb") as fh:  # np.save would add .npy to the temporary name
-                np.save(fh, matrix)
-            tmp.replace(path)  # atomic: a job that does not wait reads nothing or all
+            save_array(path, matrix)
         return matrix
