@@ -367,6 +367,34 @@ def test_a_changed_model_file_is_a_miss(tmp_path):
 # -- the local transformers backend, with the real SmolLM2 ----------------------------
 
 
+def test_the_conversions_gguf_reader_reads_what_gguf_reads(tmp_path):
+    """The conversion reads a GGUF file through a plain view of its map: every field
+    and tensor as gguf's own reader gives them, from a file gguf's writer wrote."""
+    import gguf
+    import numpy as np
+
+    from helixbench.models.gguf import array_reader
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_uint32("tiny.count", 7)
+    writer.add_string("tiny.name", "SmolLM2 ünïcode")
+    writer.add_array("tokenizer.ggml.tokens", ["<s>", "Ġthe", "12", ""])
+    writer.add_tensor("token_embd.weight", np.arange(12, dtype=np.float32).reshape(3, 4))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    def read(reader):
+        fields = {k: [bytes(p).hex() for p in f.parts] for k, f in reader.fields.items()}
+        tensors = [(t.name, bytes(np.ascontiguousarray(t.data))) for t in reader.tensors]
+        return fields, tensors
+
+    ours = array_reader(gguf.GGUFReader)(path)
+    assert type(ours.data) is np.ndarray and read(ours) == read(gguf.GGUFReader(path))
+
+
 def test_converted_model_keeps_the_gguf_identity(smollm2_dir):
     from helixbench.models.local import TransformersModel
 
