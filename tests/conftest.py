@@ -28,9 +28,10 @@ pin_mirror_env()
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO_ROOT / "workflow" / "Snakefile"
-# The percentile background's embeddings (11,143 names, most of a minute to encode),
-# kept once for every test's working directory: the cache is keyed by the encoder,
-# its libraries' versions and the names, so sharing it changes no score.
+# The texts' vectors (gold names, answers), kept once for every test's working
+# directory: the cache is keyed by the encoder, its libraries' versions and the text,
+# so sharing it changes no score. (The percentile background's embeddings are in the
+# user's cache, shared by every working directory on the machine: scoring.backgrounds_dir.)
 SHARED_EMBEDDINGS = Path(tempfile.gettempdir()) / f"helixbench-test-embeddings-{os.getuid()}"
 
 

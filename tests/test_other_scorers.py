@@ -113,6 +113,24 @@ def test_texts_vectors_are_kept_and_read_back_without_the_model(tmp_path):
     assert len(list(tmp_path.rglob("*.npy"))) == before + 2  # another encoder, its own
 
 
+def test_backgrounds_are_kept_in_the_users_cache_else_beside_the_texts(tmp_path, monkeypatch):
+    """A percentile background is encoded once a machine: its embeddings go to the
+    user's cache ($XDG_CACHE_HOME/helixbench), shared by every working directory, or
+    beside the texts' vectors where that cannot be written."""
+    from helixbench.scoring import backgrounds_dir, embeddings_dir
+
+    model_cache = tmp_path / "work" / "resources" / "cache" / "models.sqlite"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    shared = tmp_path / "xdg" / "helixbench" / "embeddings" / "backgrounds"
+    assert backgrounds_dir(model_cache) == shared and shared.is_dir()
+    scorer = Scorers(DEFAULT_SCORING, model_cache=model_cache, candidates=["a", "b"])
+    assert scorer.get("percentile").cache_dir == shared
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))  # no folder can go there
+    assert backgrounds_dir(model_cache) == embeddings_dir(model_cache)
+    assert backgrounds_dir(None) is None
+
+
 def test_first_token_pooling_as_for_medcpt():
     """MedCPT's recipe (first-token pooling, 64 tokens) on the offline model's files."""
     from importlib.util import find_spec

@@ -5,7 +5,9 @@ once. Wildcards: ``model``, ``method``, ``shard`` and ``shards``; a run (model,
 method) is the unit of the run and score jobs, whatever tasks it covers.
 """
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 UPSTREAM_DIR = "resources/upstream"
 UPSTREAM_LOCK = "resources/upstream.lock.tsv"
@@ -33,6 +35,14 @@ MODEL_CACHE = "resources/cache/models.sqlite"
 # The percentile scorer's background, one name a line (scoring.background).
 PERCENTILE_BACKGROUND = "resources/benchmarks/percentile-background.txt"
 TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
+
+
+def user_cache_dir() -> Path:
+    """The cache a user's working directories share, $XDG_CACHE_HOME/helixbench
+    (~/.cache/helixbench): only what is keyed by all it derives from lives there."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "helixbench"
+
 
 RUNS_DIR = "results/runs"
 RUN_SHARD = RUNS_DIR + "/{model}/{method}/shard-{shard}-of-{shards}.jsonl"

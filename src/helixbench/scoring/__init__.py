@@ -34,10 +34,12 @@ rules in ``genegpt``, ``strict`` and ``extracted`` (:data:`.genegpt.SAME_RULES`)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from ..benchmarks import DEFAULT_SCORERS, default_task_scorers
+from ..paths import user_cache_dir
 from .choice import CHOICE_SCORERS
 from .extract import extract_answer
 from .genegpt import genegpt_score
@@ -164,7 +166,9 @@ class Scorers:
             candidates = self._candidates
             if path:  # a larger background: one name a line
                 candidates = [n.strip() for n in open(path, encoding="utf-8") if n.strip()]
-            return PercentileScorer(self.get("embedding"), candidates, self._embeddings())
+            return PercentileScorer(
+                self.get("embedding"), candidates, backgrounds_dir(self._model_cache)
+            )
         if name in MODEL_SCORERS:
             key = MODEL_SCORERS[name]
             model = self.scoring.get(key, {}).get("model")
@@ -198,9 +202,26 @@ class Scorers:
 
 
 def embeddings_dir(model_cache) -> Path | None:
-    """Where the jobs keep embeddings (texts' vectors, percentile backgrounds): beside
-    the model cache, so one cleaning of the caches clears both."""
+    """Where the jobs keep texts' vectors: beside the model cache, so one cleaning of
+    the caches clears both."""
     return Path(model_cache).parent / "embeddings" if model_cache else None
+
+
+def backgrounds_dir(model_cache) -> Path | None:
+    """Where percentile backgrounds' embeddings are kept: in the user's cache, so that
+    every working directory on the machine (a sweep's, a fresh clone's, the tests')
+    encodes a background once (11,143 names: over a minute of CPU); beside the texts'
+    vectors where that cache cannot be written. None: nothing kept (no model cache)."""
+    if not model_cache:
+        return None
+    shared = user_cache_dir() / "embeddings" / "backgrounds"
+    try:
+        shared.mkdir(parents=True, exist_ok=True)
+        if os.access(shared, os.W_OK | os.X_OK):
+            return shared
+    except OSError:
+        pass
+    return embeddings_dir(model_cache)
 
 
 def get_scorer(name: str) -> Scorer:
