@@ -37,13 +37,6 @@ PERCENTILE_BACKGROUND = "resources/benchmarks/percentile-background.txt"
 TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
 
 
-def user_cache_dir() -> Path:
-    """The cache a user's working directories share, $XDG_CACHE_HOME/helixbench
-    (~/.cache/helixbench): only what is keyed by all it derives from lives there."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "helixbench"
-
-
 RUNS_DIR = "results/runs"
 RUN_SHARD = RUNS_DIR + "/{model}/{method}/shard-{shard}-of-{shards}.jsonl"
 RUN_SCORES = "results/scores/{model}/{method}.jsonl"
@@ -147,6 +140,13 @@ REPORT_FILES = tuple(f.name for f in REPORT)
 def upstream_path(file) -> str:
     """Where the local copy of an upstream file (an UpstreamFile) lies."""
     return f"{UPSTREAM_DIR}/{file.relpath}"
+
+
+def user_cache_dir() -> Path:
+    """The cache a user's working directories share, $XDG_CACHE_HOME/helixbench
+    (~/.cache/helixbench): only what is keyed by all it derives from lives there."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "helixbench"
 
 
 # What the console prints when the workflow ends (the report's paths and leaders),
