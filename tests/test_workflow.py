@@ -1024,7 +1024,11 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     assert converted.returncode == 0, converted.stderr[-3000:]
     assert "Converted 1 evaluation log(s)." in converted.stdout
     records = sorted(r.relative_to(tmp_path).as_posix() for r in tmp_path.glob("data/**/*.json*"))
-    assert records and all(r.startswith("data/genehop/openai/") for r in records), records
+    # The converter names the model as our own export does (not openai/openai/...).
+    folder = "data/genehop/openai/code-davinci-002/"
+    assert records and all(r.startswith(folder) for r in records), records
+    record = json.loads(next(tmp_path.glob("data/**/*-*.json")).read_text())
+    assert record["model_info"]["id"] == "openai/code-davinci-002", record["model_info"]
     valid = subprocess.run(
         [eee_command, "validate", *records, "--format", "json"],
         capture_output=True, text=True, cwd=tmp_path,

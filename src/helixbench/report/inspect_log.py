@@ -62,6 +62,13 @@ def when(seconds: float) -> str:
     return datetime.fromtimestamp(seconds or 0, UTC).isoformat()
 
 
+def served(run: dict) -> str:
+    """The model as its provider names it (``code-davinci-002`` of
+    ``openai/code-davinci-002``): Inspect's outputs carry that name, not the
+    provider's prefix, and readers of a log (Every Eval Ever's converter) join the two."""
+    return run["model"].split("/", 1)[-1]
+
+
 def usage(events: list[dict]) -> ModelUsage | None:
     """The tokens of the model events: none where no model was asked (an enrichment
     run), None where one was and nothing counted them (a replay without its
@@ -93,7 +100,7 @@ def events_of(run: dict, sample: dict) -> list:
                     tools=[],
                     tool_choice="auto",
                     config=GenerateConfig(),
-                    output=ModelOutput.from_content(run["model"], e["completion"]).model_copy(
+                    output=ModelOutput.from_content(served(run), e["completion"]).model_copy(
                         update={"usage": usage([e])}
                     ),
                     cache="read" if e["cache"] in ("hit", "replay") else None,
@@ -133,7 +140,7 @@ def main(source: str, out: str) -> None:
                 input=s["input"],
                 target=s["target"],
                 messages=[message(m) for m in s["messages"]],
-                output=ModelOutput.from_content(run["model"], s["answer"]),
+                output=ModelOutput.from_content(served(run), s["answer"]),
                 scores={m: Score(value=v, answer=s["answer"]) for m, v in s["scores"].items()},
                 metadata={**s["metadata"], "error": s["error"]},
                 events=events_of(run, s),
