@@ -160,7 +160,9 @@ class Scorers:
         if name in RECORD_SCORERS:
             return RECORD_SCORERS[name]
         if name == "embedding":
-            return EmbeddingScorer(self.scoring.get("embedding"), cache_dir=self._embeddings())
+            return EmbeddingScorer(
+                self.scoring.get("embedding"), cache_dir=embeddings_dir(self._model_cache)
+            )
         if name == "percentile":
             path = self.scoring.get("percentile", {}).get("candidates")
             candidates = self._candidates
@@ -183,10 +185,6 @@ class Scorers:
             extractor = ModelExtractor(model, self._models[model], cache=self._model_cache)
             return ModelExtractedScorer(extractor)
         raise KeyError(f"unknown scorer {name!r}; available: {', '.join(SCORER_NAMES)}")
-
-    def _embeddings(self) -> Path | None:
-        """Beside the model cache: the embeddings that score jobs share."""
-        return embeddings_dir(self._model_cache)
 
     def for_task(self, task: str) -> list[tuple[str, Scorer]]:
         return [(name, self.get(name)) for name in scorers_for(task, self.scoring)]
