@@ -22,7 +22,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from helixbench.gateway import sandbox  # noqa: E402
 from helixbench.gateway.gateways import Gateways  # noqa: E402
 from helixbench.loopback.ncbi import NCBIServer  # noqa: E402
+from helixbench.loopback.openai import OpenAIServer  # noqa: E402
 from helixbench.methods.agent import Agent, AgentSettings  # noqa: E402
+from helixbench.models import create_model  # noqa: E402
 from helixbench.tools.executor import ToolExecutor, ToolSettings  # noqa: E402
 
 URL = "https://eutils.ncbi.nlm.nih.gov/entrez/eutils/esearch.fcgi?db=gene&term=BRCA1"
@@ -44,11 +46,12 @@ def main() -> None:
     problem = sandbox.unavailable()
     if problem:
         sys.exit(problem)
-    with tempfile.TemporaryDirectory() as work, NCBIServer() as ncbi:
+    with tempfile.TemporaryDirectory() as work, NCBIServer() as ncbi, OpenAIServer() as llm:
         ncbi.state.eutils_rate = None
         settings = {"mode": "live", "cache": f"{work}/tools.sqlite", "budgets": f"{work}/b"}
         executor = ToolExecutor(ToolSettings.from_config(settings | {"routes": ncbi.routes()}))
-        gateways = Gateways(None, executor, "m")
+        # (an agent is given the model gateway's URL, whether it calls a model or not)
+        gateways = Gateways(create_model(llm.chat_model()), executor, "m")
         print(f"{'agent':<24} {'sandbox':<12} {'median s':>9} {'p90 s':>7}")
         medians = {}
         for name, command in AGENTS.items():

@@ -8,11 +8,14 @@ seccomp filter refuses refused and recorded."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import pwd
 import shutil
+import subprocess
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,8 +33,9 @@ from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.agent import Agent, AgentSettings
 from helixbench.models import create_model
 from helixbench.tools.executor import ToolExecutor, ToolSettings
+from helixbench.transcripts import read_records
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, run_snakemake
 
 AGENTS = REPO_ROOT / "tests" / "support" / "sandbox_agents"
 REAL_KEY = "sk-real-openai-key-that-must-stay-home-0123456789"
@@ -311,3 +315,198 @@ def test_an_agent_may_not_be_shown_what_runs_are_judged_by(tmp_path, monkeypatch
             view.check_paths("methods.a.paths", [path], places)
     view.check_paths("methods.a.paths", [".venv", "resources/envs", "/opt/agent"], places)
     assert "/usr" not in view.runtime("/usr/bin/python3")
+
+
+def _folder_sizes(top: Path, stop: threading.Event, seen: list[int]) -> None:
+    """The sizes the question folders of ``top`` got, sampled until ``stop``."""
+    while not stop.is_set():
+        _folder_sizes_once(top, seen)
+        time.sleep(0.01)
+
+
+def _folder_sizes_once(top: Path, seen: list[int]) -> None:
+    """Each question folder's size in ``top`` now, as the host stores it (every file's
+    whole size: a copied-out sparse file holds its holes)."""
+    for folder in top.glob("agent-*"):
+        size = 0
+        for path in folder.rglob("*"):
+            try:
+                size += path.lstat().st_size if path.is_file() else 0
+            except OSError:
+                pass
+        seen.append(size)
+
+
+def test_a_hostile_agent_reaches_past_its_question_by_none_of_six_ways(tmp_path, monkeypatch):
+    """Issue 55's six ways, tried at once by a Python agent and a Node one, with a
+    polite curl agent beside them on the same gateways: io_uring makes no refused
+    socket (C and Python), no forged refusal is recorded, the copied-out folder stays
+    under its cap, every flooded connection gets a reply while the polite agent's calls
+    all succeed, a repeated parameter's two orders are two cache entries, max_tokens
+    -5 and 10^30 are 400s, a 50 MB body is 413 at every door."""
+    uring = tmp_path / "uring"
+    built = subprocess.run(["cc", "-O", "-o", uring, AGENTS / "uring.c"], capture_output=True)
+    assert built.returncode == 0, built.stderr.decode()
+    outside = json.loads(json.loads(subprocess.check_output([uring]))["answer"])
+    assert outside["AF_VSOCK"] == "created" or outside["NETLINK_GENERIC"] == "created"
+    cap = {"workdir_mb": 64}
+    agents = {
+        "python": (["/usr/bin/python3", str(AGENTS / "breakout.py")], {}),
+        "node": (["node", str(AGENTS / "flood.mjs")], {}),
+        "c": ([str(uring)], {}),
+        "polite": (["sh", str(AGENTS / "polite.sh")], {"CALLS": "15"}),
+    }
+    results = {}
+    with _gateways(tmp_path, monkeypatch) as (gateways, model, canary):
+        stop, sizes = threading.Event(), []
+        sampler = threading.Thread(target=_folder_sizes, args=(gateways.workdir, stop, sizes))
+        sampler.start()
+
+        def ask(name):
+            command, env = agents[name]
+            results[name] = _ask(
+                gateways, model, command, f"Q{name}", canary.port, env=env, limits=cap,
+                paths=[str(AGENTS)], python="/usr/bin/python3", timeout_s=120,
+            )  # fmt: skip
+
+        threads = [threading.Thread(target=ask, args=(name,)) for name in agents]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        stop.set()
+        sampler.join()
+    every = [e for result, _ in results.values() for e in result.events]
+    # 1. io_uring and userfaultfd refused, in Python and in C, and recorded.
+    python, tools = results["python"]
+    report = json.loads(python.answer)
+    (c_result, c_tools) = results["c"]
+    c_report = json.loads(c_result.answer)
+    for found in (report["uring"], c_report):
+        assert found == {
+            **{n: "setup EPERM" for n in found if n != "userfaultfd"},
+            "userfaultfd": "EPERM",
+        }, found
+    calls = {t["url"] for t in [*tools, *c_tools] if t["route"] == "syscall"}
+    assert {"syscall:io_uring_setup", "syscall:userfaultfd"} <= calls
+    # 2. nothing it wrote is a record: every /_refused was a path with no service.
+    # (its requests are recorded as asked: the front's URL is an NCBI URL that names
+    # the word, answered by NCBI; no refusal names it)
+    forged = [e.data for e in every if "forged" in json.dumps(e.data).lower()]
+    assert forged and all(d["url"].startswith("https://eutils.ncbi.nlm.nih.gov/") for d in forged)
+    assert all(d["route"] == "eutils.ncbi.nlm.nih.gov" and "count" not in d for d in forged)
+    assert all(e.data.get("count", 1) < 10**9 for e in every)
+    assert set(report["forge"].pop("sockets seen")) == set()
+    assert set(report["forge"].values()) == {404}
+    assert "runner" not in python.events[-1].data  # its report held no number a float holds
+    # 3. its folder, copied out, never past the cap: the cap reached, recorded.
+    assert max(sizes) <= 64 << 20, max(sizes)
+    assert report["folder"]["apparent_mb"] > 1000
+    assert python.error == "agent_limit: workdir"
+    # 4. the flood: every connection a reply, one at its cap or within it; a request
+    # during the half-open ones served; the polite agent's calls all served.
+    for name in ("python", "node"):
+        found = json.loads(results[name][0].answer)
+        flood = found.get("flood", found)
+        assert sum(flood["statuses"].values()) == 500 and set(flood["statuses"]) <= {
+            "200", "503"
+        }, flood  # fmt: skip
+        assert str(flood.get("during_half_open", flood.get("during"))) == "200", flood
+        assert set(flood["bodies"].values()) == {413}, flood["bodies"]
+    polite = results["polite"][0]
+    assert polite.error is None and polite.answer.startswith("Answer: codes= 30 200 "), polite
+    busy = [t for t in tools if t["url"].endswith(":busy")]
+    assert busy and busy[0]["count"] >= 400, tools
+    # 5. two orders of a repeated parameter, two requests
+    assert report["keys"]["A,B"] != report["keys"]["B,A"]
+    # 6. max_tokens refused before the model, a PATH of the root's folders only
+    assert report["ceil"]["-5"] == 400 and report["ceil"][str(10**30)] == 400
+    assert report["ceil"]["PATH exists"] and "/root" not in report["ceil"]["PATH"]
+
+
+@pytest.mark.slow
+def test_hostile_agents_beside_others_in_a_run_of_three_questions_leave_a_whole_report(
+    tmp_path, mirror
+):
+    """Issue 55's acceptance as a user runs it: the six ways tried on three questions at
+    once (Python; Node's flood; C's io_uring) beside a polite agent, each method a run
+    job of the workflow: the report is written, no forged refusal is in any record, no
+    question folder outgrew its cap on the host, each agent's figures in agents.csv are
+    its own."""
+    uring = tmp_path / "bin" / "uring"
+    uring.parent.mkdir()
+    subprocess.run(["cc", "-O", "-o", uring, AGENTS / "uring.c"], check=True)
+    agent = {"kind": "agent", "timeout_s": 120, "limits": {"workdir_mb": 64}}
+    with NCBIServer() as ncbi, OpenAIServer() as llm:
+        ncbi.state.eutils_rate = None
+        config = {
+            "benchmarks": ["geneturing"],
+            "shards": 1,
+            "tools": {"mode": "live", "routes": ncbi.routes()},
+            "models": {"llm": {**llm.chat_model(), "concurrency": 3}},
+            "methods": {
+                "breakout": agent
+                | {"command": ["/usr/bin/python3", str(AGENTS / "breakout.py")]}
+                | {"python": "/usr/bin/python3", "paths": [str(AGENTS)]},
+                "flood-node": agent | {"command": ["node", str(AGENTS / "flood.mjs")]},
+                "uring-c": agent | {"command": [str(uring)]},
+                "polite": agent
+                | {"command": ["sh", str(AGENTS / "polite.sh")], "env": {"CALLS": "10"}},
+            },
+            "runs": [
+                {
+                    "model": "llm",
+                    "methods": ["breakout", "flood-node", "uring-c", "polite"],
+                    "tasks": ["Gene alias"],
+                    "sample": 3,
+                }
+            ],
+        }
+        jobs_tmp = tmp_path / "tmp"  # the run jobs' agents folders, watched from here
+        jobs_tmp.mkdir()
+        stop, sizes = threading.Event(), []
+
+        def watch() -> None:
+            while not stop.is_set():
+                for top in jobs_tmp.glob("helixbench-agents-*"):
+                    _folder_sizes_once(top, sizes)
+                time.sleep(0.02)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror), "TMPDIR": str(jobs_tmp)}
+        try:
+            done = run_snakemake(tmp_path / "work", config, "--cores", "4", env=env)
+        finally:
+            stop.set()
+            watcher.join()
+    assert done.returncode == 0, done.stderr[-3000:]
+    work = tmp_path / "work"
+    assert (work / "results/report/index.html").is_file()
+    records = {
+        method: read_records(work / f"results/runs/llm/{method}/shard-0-of-1.jsonl")
+        for method in config["methods"]
+    }
+    assert all(len(r) == 3 for r in records.values())
+    every = [e["data"] for rs in records.values() for r in rs for e in r["events"]]
+    assert not any(
+        "forged" in json.dumps(d).lower() and not d["url"].startswith("https://eutils.")
+        for d in every
+    )
+    assert all((d.get("count") or 1) < 10**9 for d in every)
+    assert sizes and max(sizes) <= 64 << 20, max(sizes or [0])
+    for record in records["breakout"]:
+        report = json.loads(record["answer"])
+        assert set(report["uring"].values()) == {"setup EPERM", "EPERM"}, report["uring"]
+        flood = report["flood"]
+        assert sum(flood["statuses"].values()) == 500 and flood["during_half_open"] == 200
+        assert set(flood["bodies"].values()) == {413}
+        assert report["keys"]["A,B"] != report["keys"]["B,A"]
+        assert record["error"] == "agent_limit: workdir"
+    for record in records["polite"]:
+        assert record["error"] is None and record["answer"].startswith("Answer: codes= 20 200 ")
+    for record in records["uring-c"]:
+        assert "created" not in record["answer"], record["answer"]
+    agents = {r["method"]: r for r in csv.DictReader(open(work / "results/report/agents.csv"))}
+    assert int(agents["breakout"]["syscalls"]) >= 3 and int(agents["uring-c"]["syscalls"]) >= 3
+    assert int(agents["breakout"]["refused"]) < 10**6 and agents["polite"]["refused"] == "0"

@@ -102,6 +102,18 @@ def test_canonical_url_sorts_and_strips_secrets():
     assert strip_secrets(ESEARCH + "a+b&API_KEY=S") == ESEARCH + "a+b"
 
 
+def test_a_repeated_parameter_keeps_its_order_in_the_cache_key(tmp_path, server):
+    """term=A&term=B and term=B&term=A are two requests: two keys, two cache entries,
+    the second never served the first one's reply."""
+    ab, ba = ESEARCH + "A&term=B", ESEARCH + "B&term=A"
+    assert canonical_url(ab) != canonical_url(ba)
+    assert canonical_url(ab).endswith("retmax=5&term=A&term=B")
+    executor = ToolExecutor(settings(tmp_path, server))
+    assert call(executor, ab).cache == "miss" and call(executor, ba, 1).cache == "miss"
+    assert len(server.state.received) == 2 and executor.cache.count() == 2
+    assert call(executor, ba, 2).cache == "hit"
+
+
 # -- executor: safety, faults ----------------------------------------------------------
 
 

@@ -236,3 +236,45 @@ def test_records_never_hold_a_registered_secret(tmp_path):
     writer.finalize(["a"])
     assert b"tok-SHARDWRITER" not in out.read_bytes()
     assert read_records(out)[0]["events"][0]["data"]["rendered"] == "b'echo ***'"
+
+
+def test_a_record_the_report_cannot_sum_is_its_questions_error(tmp_path):
+    """A count that is a string, a NaN, a number past any real one, an event that is not
+    one: that question reads as ``record_invalid`` with no events; the others as written;
+    the agents table sums them all."""
+    from helixbench.report.operations import agent_table
+
+    def record(question, **data):
+        event = {"type": "tool", "index": 0, "data": {"route": "refused", **data}}
+        return {"question_id": question, "answer": "x", "error": None, "wall_s": 1.0,
+                "events": [event]}  # fmt: skip
+
+    bad = [
+        record("string", count="9" * 5000),
+        record("nan", seconds=float("nan")),
+        record("huge", count=10**40),
+        {**record("not-an-event"), "events": ["x"]},
+        record("routes", routes={"a": "many"}),
+    ]
+    good = record("good", count=3, error="refused: 3 connections to x:1")
+    path = tmp_path / "shard.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*bad, good]))
+    read = {r["question_id"]: r for r in read_records(path)}
+    for name in ("string", "nan", "huge", "not-an-event", "routes"):
+        assert read[name]["error"].startswith("record_invalid: ") and read[name]["events"] == []
+        assert read[name]["answer"] is None
+    assert read["good"] == good
+    plan = build_plan(
+        {
+            "benchmarks": ["geneturing"],
+            "models": {"m": {"backend": "openai", "model": "x", "base_url": "http://h/v1"}},
+            "methods": {"a": {"kind": "agent", "command": ["sh", "x.sh"]}},
+            "runs": [{"model": "m", "method": "a", "tasks": ["Gene alias"]}],
+        },
+        None,
+    )
+    (task,) = plan.tasks
+    runner = {"type": "agent", "index": 0, "data": {"runner": {"sleep": {"asked_s": "soon"}}}}
+    odd = {**good, "question_id": "odd", "events": [runner]}
+    (row,) = agent_table(plan, {task: [*read.values(), odd]}).to_dict("records")
+    assert row["questions"] == 7 and row["refused"] == 3 and row["sleep_asked_s"] == 0.0

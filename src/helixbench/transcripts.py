@@ -90,7 +90,59 @@ def without_timings(record: dict) -> dict:
 
 
 def read_records(path: Path) -> list[dict]:
-    return read_jsonl(path)
+    return [sound_record(record) for record in read_jsonl(path)]
+
+
+# The numbers of a record that the report sums or prints, where an event has them.
+NUMBERS = (
+    "count", "seconds", "cpu_s", "prompt_tokens", "completion_tokens", "bytes", "attempts",
+    "prompt_chars", "latency_s",
+)  # fmt: skip
+MAX_NUMBER = 1e15
+
+
+def sound_record(record: dict) -> dict:
+    """``record``, or where a number the report reads is not one it can sum (a string, a
+    NaN, past :data:`MAX_NUMBER`) or an event is not an event, the question's error
+    (``record_invalid: ...``) with its events left out: one bad record is its
+    question's error, never the run's."""
+    problem = _record_problem(record)
+    if problem is None:
+        return record
+    log.warning("question %s: %s", record.get("question_id"), problem)
+    return {**record, "answer": None, "error": f"record_invalid: {problem}", "events": []}
+
+
+def _record_problem(record: dict) -> str | None:
+    if not _number(record.get("wall_s")):
+        return "wall_s is not a number"
+    events = record.get("events")
+    if not isinstance(events, list):
+        return "its events are not a list"
+    for i, event in enumerate(events):
+        data = event.get("data") if isinstance(event, dict) else None
+        if not isinstance(data, dict) or not isinstance(event.get("type"), str):
+            return f"event {i} is not an event"
+        for key in NUMBERS:
+            if not _number(data.get(key)):
+                return f"event {i}: {key} is not a number the report can sum"
+        if not _number(event.get("latency_s")):
+            return f"event {i}: latency_s is not a number"
+        routes = data.get("routes")
+        if routes is not None and not (
+            isinstance(routes, dict) and all(_number(n) for n in routes.values())
+        ):
+            return f"event {i}: routes are not counts"
+    return None
+
+
+def _number(value) -> bool:
+    """None, or a finite int or float within :data:`MAX_NUMBER`."""
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return -MAX_NUMBER <= value <= MAX_NUMBER  # (False for NaN)
 
 
 def complete_lines(data: bytes) -> tuple[list[dict], int]:

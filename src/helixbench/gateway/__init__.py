@@ -19,7 +19,9 @@ Each question gets a :class:`Session`, named by a token the agent is given as it
 API key (and, for tools, in a header the ``sitecustomize`` adds or a ``/s/<token>/``
 path prefix): its model and tool calls become the question's events, in order,
 counted against the method's caps. The real API key stays with the run's model;
-the agent only ever sees its token.
+the agent only ever sees its token. A request that comes through a sandbox's door
+is its sandbox's question's, whatever token it names (:data:`DOOR_HEADER`, set by the
+door alone).
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ from ..transcripts import Event
 # load_openai asks for one that starts with "sk-" before it will start).
 TOKEN_PREFIX = "sk-helixbench-agent-"
 TOKEN_HEADER = "X-Helixbench-Session"
+# The token of the sandbox a request came through, written by its door (which drops
+# any the agent sent): a sandboxed agent acts only as its own question.
+DOOR_HEADER = "X-Helixbench-Door"
+# Refusals a session's own process may report (the cooperative sitecustomize's); a
+# sandboxed session's are reported by its first process alone, over a channel of its own.
+MAX_REPORTED_COUNT = 10**9
 
 
 class CapReached(Exception):
@@ -52,6 +60,9 @@ class Session:
     question: str
     max_model_calls: int
     max_tool_calls: int
+    # True where the agent runs without a sandbox (cooperative): what it reports of
+    # itself (a refused socket) is all there is, so it may report; never in a sandbox.
+    self_reported: bool = False
     events: list = field(default_factory=list)
     routes: Counter = field(default_factory=Counter)
     model_calls: int = 0
@@ -95,9 +106,11 @@ class Sessions:
         self._by_token: dict[str, Session] = {}
         self._lock = threading.Lock()
 
-    def open(self, question_id: str, question: str, caps: dict) -> Session:
+    def open(
+        self, question_id: str, question: str, caps: dict, self_reported: bool = False
+    ) -> Session:
         token = TOKEN_PREFIX + _secrets.token_hex(12)
-        session = Session(token, question_id, question, **caps)
+        session = Session(token, question_id, question, **caps, self_reported=self_reported)
         with self._lock:
             self._by_token[token] = session
         return session
@@ -113,9 +126,15 @@ class Sessions:
             return self._by_token.get(token.strip())
 
 
-def bearer_token(headers) -> str | None:
-    """The session token of a request: ``Authorization: Bearer``, Azure's ``api-key``
-    header, or the header the agent's ``sitecustomize`` adds."""
+def bearer_token(headers, path_token: str | None = None) -> str | None:
+    """The session token of a request: its sandbox door's (:data:`DOOR_HEADER`), else
+    the one its path names (``path_token``), ``Authorization: Bearer``, Azure's
+    ``api-key`` header, or the header the agent's ``sitecustomize`` adds."""
+    door = headers.get(DOOR_HEADER)
+    if door:
+        return door
+    if path_token:
+        return path_token
     value = headers.get("Authorization") or ""
     if value.lower().startswith("bearer "):
         return value[7:].strip()

@@ -1,10 +1,12 @@
 """The gateways of one run job: the model gateway, the tool gateway and the MCP
-server, each on 127.0.0.1 and on a Unix socket the sandbox's doors reach, and the
-sandbox (:mod:`.sandbox`) its agents and code tools run in."""
+server, each on 127.0.0.1 and on a Unix socket the sandbox's doors reach, the
+channel the sandboxes' first processes record refusals on, and the sandbox
+(:mod:`.sandbox`) its agents and code tools run in."""
 
 from __future__ import annotations
 
 import atexit
+import secrets as _secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,13 +27,19 @@ class Gateways:
         reply_cap: int | None = None,
         demonstrations=None,
         code=None,
+        limits=None,
+        max_tokens_ceiling: int | None = None,
     ):
         # code: the code tools' settings (gateway.code.CodeSettings), where the method
         # names python or bash; their executions cached in the executor's code_cache.
+        # limits: the method's sandbox caps (sandbox.limits.Limits; its body_mb is the
+        # gateways' body limit too); max_tokens_ceiling: the most tokens a call may ask.
         from ..tools.functions import NCBIFunctions
         from .mcp_tools import MCPGateway
-        from .model_api import ModelGateway
-        from .tool_api import FrontHandler, ToolGateway
+        from .model_api import MAX_TOKENS_CEILING, ModelGateway
+        from .sandbox import FRONT_SOCKET, RECORDS_SOCKET
+        from .sandbox.limits import MB, Limits
+        from .tool_api import ToolGateway
 
         self.sessions = Sessions()
         self.demonstrations = demonstrations
@@ -40,20 +48,34 @@ class Gateways:
         self.workdir = Path(tempfile.mkdtemp(prefix="helixbench-agents-"))
         doors = self.workdir / ".doors"  # the gateways' Unix sockets, for the sandboxes
         doors.mkdir(mode=0o700)
+        limits = limits or Limits()
+        body = int(limits.body_mb * MB)
+        ceiling = max_tokens_ceiling or MAX_TOKENS_CEILING
+        # The key of the records channel, which only the sandboxes' first processes hold.
+        recorder_key = _secrets.token_hex(16)
         self.model = None
         if model is not None:
-            self.model = ModelGateway(model, self.sessions, served_name).__enter__()
+            self.model = ModelGateway(
+                model, self.sessions, served_name, max_tokens_ceiling=ceiling, body_limit=body
+            )
             self.model.serve_unix(doors / "model.sock")
-        self.tools = ToolGateway(executor, self.sessions, reply_cap, demonstrations).__enter__()
-        self.tools.serve_unix(doors / "tool.sock")
-        self.tools.serve_unix(doors / "tool-front.sock", FrontHandler)
+            self.model.__enter__()
+        self.tools = ToolGateway(
+            executor, self.sessions, reply_cap, demonstrations, recorder_key, body
+        )
+        for name in ("tool.sock", FRONT_SOCKET, RECORDS_SOCKET):
+            self.tools.serve_unix(doors / name)
+        self.tools.__enter__()
         languages = code.languages if code is not None else ()
-        self.mcp = MCPGateway(NCBIFunctions(executor), self.sessions, doors / "mcp.sock", languages)
+        functions = NCBIFunctions(executor)
+        self.mcp = MCPGateway(functions, self.sessions, doors / "mcp.sock", languages, body)
         self.mcp.__enter__()
         ports = {self.tools.port: "tool.sock", self.mcp.port: "mcp.sock"}
         if self.model is not None:
             ports[self.model.port] = "model.sock"
-        self.sandbox = sandbox.Sandbox(self.workdir, doors, executor.settings.allowed_hosts, ports)
+        self.sandbox = sandbox.Sandbox(
+            self.workdir, doors, executor.settings.allowed_hosts, ports, recorder_key
+        )
         self.code = None
         if code is not None:
             from ..paths import CODE_ENV

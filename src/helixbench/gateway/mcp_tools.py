@@ -11,60 +11,46 @@ agent's, on the question's scratch folder.
 from __future__ import annotations
 
 import contextvars
-import socket
-import threading
 import time
 
 from ..transcripts import Event
-from . import TOKEN_HEADER, CapReached, Sessions
+from . import CapReached, Sessions, bearer_token
+from .server import AsgiServer, limit_body
 
 _TOKEN: contextvars.ContextVar[str | None] = contextvars.ContextVar("session", default=None)
+BODY_LIMIT_BYTES = 8 << 20
 
 
-class MCPGateway:
+class MCPGateway(AsgiServer):
     """The MCP server of one run job, on 127.0.0.1 (uvicorn in a thread)."""
 
-    def __init__(self, functions, sessions: Sessions, unix_path=None, languages=()):
+    def __init__(
+        self, functions, sessions: Sessions, unix_path=None, languages=(), body_limit=None
+    ):
         # unix_path: the same server on a Unix socket too (an agent's sandbox's door);
         # languages: the code tools offered (their CodeTools set as ``code`` before use)
         self.functions, self.sessions = functions, sessions
         self.languages, self.code = tuple(languages), None
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
-        self._sockets = [self._socket]
-        if unix_path is not None:
-            unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            unix.bind(str(unix_path))
-            self._sockets.append(unix)
-        self.port = self._socket.getsockname()[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        self._server = None
-        self._thread = None
+        app = limit_body(
+            _with_session(self._app()), body_limit or BODY_LIMIT_BYTES, self._too_large
+        )
+        super().__init__(app, [unix_path] if unix_path else [], lifespan="on")
 
     def url(self, token: str) -> str:
         return f"{self.base}/s/{token}/mcp"
 
-    def __enter__(self):
-        import uvicorn
+    def _too_large(self, scope, size: int) -> None:
+        """A body past the limit: a refused tool event of the session it names."""
+        from starlette.datastructures import Headers
 
-        config = uvicorn.Config(_with_session(self._app()), log_level="warning", lifespan="on")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": self._sockets}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
-        for each in self._sockets:
-            each.close()
+        path = scope.get("path", "")
+        token = path[3:].partition("/")[0] if path.startswith("/s/") else None
+        session = self.sessions.find(bearer_token(Headers(scope=scope), token))
+        if session is not None:
+            error = f"refused: HTTP 413, a body of {size}+ bytes"
+            data = {"url": "mcp", "method": "POST", "status": None, "bytes": 0, "cache": None}
+            data |= {"error": error, "rendered": f"Error: {error}", "route": "refused"}
+            session.record("tool", 0, data, time.perf_counter())
 
     def _app(self):
         from mcp.server.mcpserver import MCPServer
@@ -135,8 +121,9 @@ class MCPGateway:
 
 
 def _with_session(app):
-    """ASGI: the session token from ``/s/<token>`` (stripped) or the header, for the
-    tool calls this request makes."""
+    """ASGI: the session token from the sandbox door's header, ``/s/<token>``
+    (stripped) or the session header, for the tool calls this request makes."""
+    from starlette.datastructures import Headers
 
     async def wrapped(scope, receive, send):
         if scope["type"] == "http":
@@ -144,9 +131,7 @@ def _with_session(app):
             if path.startswith("/s/"):
                 token, _, rest = path[3:].partition("/")
                 scope = {**scope, "path": "/" + rest, "raw_path": ("/" + rest).encode()}
-            headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-            token = token or headers.get(TOKEN_HEADER.lower())
-            _TOKEN.set(token)
+            _TOKEN.set(bearer_token(Headers(scope=scope), token))
         await app(scope, receive, send)
 
     return wrapped

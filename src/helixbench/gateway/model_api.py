@@ -18,7 +18,14 @@ Every call is a :class:`~helixbench.models.CompletionRequest` to the run's model
 through its response cache, its retries and its request limit) and a model event of
 the session whose token the request carries as its API key. A context refusal is
 answered as OpenAI answers one (400, ``context_length_exceeded``); a model that
-failed for good as a 502; past the method's ``max_model_calls`` a 429 that says so.
+failed for good as a 502; past the method's ``max_model_calls`` a 429 that says so;
+a ``max_tokens`` that is not a whole number from 1 to the method's ceiling
+(:data:`MAX_TOKENS_CEILING` unless it sets ``max_tokens_ceiling``) a 400 that says
+why, before anything reaches the model (a paid API bills up to what is asked); a
+body past the gateway's limit a 413 (:func:`.server.limit_body`).
+
+Served by uvicorn (:mod:`.server`): each call waits for its model in the gateways'
+thread pool, never holding a connection's thread.
 """
 
 from __future__ import annotations
@@ -29,7 +36,6 @@ import time
 from urllib.parse import urlsplit
 
 from .. import secrets
-from ..loopback import LoopbackServer, QuietHandler
 from ..models import (
     CompletionRequest,
     ContextLengthError,
@@ -38,25 +44,63 @@ from ..models import (
     prompt_digest,
 )
 from . import CapReached, Sessions, bearer_token
+from .server import AsgiServer, blocking, limit_body
 
 _AZURE = re.compile(r"^/openai/deployments/[^/]+/(chat/completions|completions)$")
 # The legacy completions API's default; chat's is the model's own (ours: 512).
 COMPLETIONS_MAX_TOKENS = 16
 CHAT_MAX_TOKENS = 512
+# The most tokens an agent's call may ask for where its method sets no ceiling: above
+# what today's chat models write in one reply for an answer, far below a bill no one
+# meant to run up.
+MAX_TOKENS_CEILING = 16_384
+# A request body's limit at the gateway (a sandbox's door holds its agent to the
+# method's own, ``limits.body_mb``).
+BODY_LIMIT_BYTES = 8 << 20
 # What a record keeps of one prompt an agent sent (a runaway agent's 20 MB prompt is
 # described by its sha256 and length, and kept in part).
 MAX_RECORDED_CHARS = 1_000_000
 
 
-class ModelGateway(LoopbackServer):
+class ModelGateway(AsgiServer):
     """The model gateway of one run job, serving ``model`` to the ``sessions``."""
 
-    def __init__(self, model, sessions: Sessions, served_name: str, encoder=None):
+    def __init__(
+        self,
+        model,
+        sessions: Sessions,
+        served_name: str,
+        encoder=None,
+        max_tokens_ceiling: int = MAX_TOKENS_CEILING,
+        body_limit: int = BODY_LIMIT_BYTES,
+    ):
         """``encoder``: what answers ``/v1/embeddings`` (an object with ``encode(texts)``
         and ``label()``); None: the route is not served."""
-        state = {"model": model, "sessions": sessions, "name": served_name, "encoder": encoder}
-        super().__init__(state, _Handler)
+        self.state = {
+            "model": model,
+            "sessions": sessions,
+            "name": served_name,
+            "encoder": encoder,
+            "ceiling": max_tokens_ceiling,
+        }
+        app = limit_body(_Handler(self.state), body_limit, self._too_large)
+        super().__init__(app)
         self.base_url = f"{self.base}/v1"
+
+    def _too_large(self, scope, size: int) -> None:
+        """A body past the limit: an event of the session it names, counted as a call."""
+        from starlette.datastructures import Headers
+
+        session = self.state["sessions"].find(bearer_token(Headers(scope=scope)))
+        if session is None:
+            return
+        try:
+            index = session.model_call(scope["path"])
+        except CapReached:
+            return
+        error = f"request_too_large: a body of {size}+ bytes (HTTP 413)"
+        data = {"route": scope["path"], "completion": None, "error": error}
+        session.record("model", index, data, time.perf_counter())
 
 
 def route_of(path: str) -> str | None:
@@ -101,11 +145,14 @@ def legacy_to_tools(body: dict) -> tuple[list, list | None, bool]:
     return messages, tools, legacy
 
 
-def gateway_request(route: str, body: dict, question_id: str, question: str, index: int):
+def gateway_request(
+    route: str, body: dict, question_id: str, question: str, index: int, ceiling: int | None = None
+):
     """The request the run's model gets for an agent's OpenAI request body (``chat`` or
     ``completions``), and whether a chat body used the legacy ``functions``. A method
     that sends what a seed system sends builds its requests here too, so that the two
-    share their response-cache entries."""
+    share their response-cache entries. ``ceiling``: the most tokens a call may ask
+    for (the default, where the body asks none, stays below it)."""
     legacy, chat = False, {}
     if route == "chat":
         messages, tools, legacy = legacy_to_tools(body)
@@ -115,6 +162,7 @@ def gateway_request(route: str, body: dict, question_id: str, question: str, ind
         prompt = body.get("prompt") or ""
         prompt = prompt[0] if isinstance(prompt, list) and prompt else prompt
     default_tokens = CHAT_MAX_TOKENS if route == "chat" else COMPLETIONS_MAX_TOKENS
+    default_tokens = min(default_tokens, ceiling or default_tokens)
     request = CompletionRequest(
         prompt=str(prompt),
         stop=tuple(_stops(body.get("stop"))),
@@ -137,81 +185,95 @@ def reply_message(completion, legacy: bool) -> dict:
     return _chat_reply("", completion, legacy)["choices"][0]["message"]
 
 
-class _Handler(QuietHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler:
+    """The gateway's ASGI app."""
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        if urlsplit(self.path).path.rstrip("/").endswith("/models"):
+    def __init__(self, state: dict):
+        self.state = state
+
+    async def __call__(self, scope, receive, send) -> None:
+        from starlette.requests import Request
+
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        if request.method == "POST":
+            response = await self._post(request)
+        elif request.method in ("GET", "HEAD") and request.url.path.rstrip("/").endswith("/models"):
             entry = {"id": self.state["name"], "object": "model", "owned_by": "helixbench"}
-            return self._send(200, {"object": "list", "data": [entry]})
-        return self._error(404, "not found", "invalid_request_error")
+            response = _json(200, {"object": "list", "data": [entry]})
+        else:
+            response = _error(404, "not found", "invalid_request_error")
+        await response(scope, receive, send)
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        route = route_of(self.path)
+    async def _post(self, request):
+        path = request.url.path
+        route = route_of(path)
         if route == "embeddings" and self.state["encoder"] is not None:
-            return self._embeddings()
+            return await self._embeddings(request)
         if route is None or route == "embeddings":
-            return self._error(404, f"no route {urlsplit(self.path).path}", "invalid_request_error")
-        session = self.state["sessions"].find(bearer_token(self.headers))
+            return _error(404, f"no route {path}", "invalid_request_error")
+        session = self.state["sessions"].find(bearer_token(request.headers))
         if session is None:
-            return self._error(401, "unknown API key: use the one you were given", "auth_error")
+            return _error(401, "unknown API key: use the one you were given", "auth_error")
         started = time.perf_counter()
         try:
-            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            body = json.loads(raw or b"{}")
+            body = json.loads(await request.body() or b"{}")
         except (ValueError, RecursionError):
             body = None
-        problem = malformed(route, body)
+        problem = malformed(route, body) or token_problem(body, self.state["ceiling"])
         try:
-            index = session.model_call(urlsplit(self.path).path)
+            index = session.model_call(path)
         except CapReached as exc:
-            return self._error(429, f"helixbench: the agent reached its cap of {exc}", "cap")
+            return _error(429, f"helixbench: the agent reached its cap of {exc}", "cap")
         if problem is not None:  # answered as OpenAI answers one, recorded, counted once
-            data = {"route": urlsplit(self.path).path, "completion": None}
-            session.record(
-                "model", index, {**data, "error": f"invalid_request: {problem}"}, started
-            )
-            return self._error(400, problem, "invalid_request_error")
-        request, legacy = gateway_request(route, body, session.question_id, session.question, index)
-        completion, error = None, None
-        try:
-            completion = self.state["model"].complete(request)
-        except (ContextLengthError, ModelError) as exc:
-            error = exc
+            data = {"route": path, "completion": None, "error": f"invalid_request: {problem}"}
+            session.record("model", index, data, started)
+            return _error(400, problem, "invalid_request_error")
+        call, legacy = gateway_request(
+            route, body, session.question_id, session.question, index, self.state["ceiling"]
+        )
+        completion, error = await blocking(self._complete, call)
         data = {
-            "route": urlsplit(self.path).path,
-            "prompt_sha256": prompt_digest(request),
-            "prompt_chars": len(request.prompt),
-            "prompt_increment": _increment(request),
+            "route": path,
+            "prompt_sha256": prompt_digest(call),
+            "prompt_chars": len(call.prompt),
+            "prompt_increment": _increment(call),
             "completion": None if completion is None else completion.text,
             "tool_calls": list(completion.tool_calls or []) if completion else None,
             **call_fields(completion, error),
         }
         session.record("model", index, data, started)
         if isinstance(error, ContextLengthError):
-            return self._error(400, str(error), "invalid_request_error", "context_length_exceeded")
+            return _error(400, str(error), "invalid_request_error", "context_length_exceeded")
         if error is not None:
-            return self._error(502, secrets.redact(str(error)), "server_error")
+            return _error(502, secrets.redact(str(error)), "server_error")
         if route == "chat":
-            return self._send(200, _chat_reply(self.state["name"], completion, legacy))
-        return self._send(200, _completion_reply(self.state["name"], completion))
+            return _json(200, _chat_reply(self.state["name"], completion, legacy))
+        return _json(200, _completion_reply(self.state["name"], completion))
 
-    def _embeddings(self) -> None:
+    def _complete(self, request: CompletionRequest):
+        try:
+            return self.state["model"].complete(request), None
+        except (ContextLengthError, ModelError) as exc:
+            return None, exc
+
+    async def _embeddings(self, request):
         """The encoder's vectors of ``input``, recorded as an ``embedding`` event."""
-        session = self.state["sessions"].find(bearer_token(self.headers))
+        session = self.state["sessions"].find(bearer_token(request.headers))
         if session is None:
-            return self._error(401, "unknown API key: use the one you were given", "auth_error")
+            return _error(401, "unknown API key: use the one you were given", "auth_error")
         started = time.perf_counter()
         try:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            body = json.loads(await request.body() or b"{}")
         except (ValueError, RecursionError):
             body = None
         texts = body.get("input") if isinstance(body, dict) else None
         texts = [texts] if isinstance(texts, str) else texts
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-            return self._error(400, "'input' must be a string or a list of strings", "invalid")
+            return _error(400, "'input' must be a string or a list of strings", "invalid")
         encoder = self.state["encoder"]
-        vectors = encoder.encode(texts)
+        vectors = await blocking(encoder.encode, texts)
         data = {"route": "/v1/embeddings", "texts": len(texts), "encoder": encoder.label()}
         session.record("embedding", len(session.events), data, started)
         rows = [
@@ -219,24 +281,21 @@ class _Handler(QuietHandler):
             for i, vector in enumerate(vectors)
         ]
         usage = {"prompt_tokens": 0, "total_tokens": 0}
-        return self._send(
+        return _json(
             200, {"object": "list", "data": rows, "model": encoder.label(), "usage": usage}
         )
 
-    def _error(self, status: int, message: str, kind: str, code: str | None = None) -> None:
-        self._send(status, {"error": {"message": message, "type": kind, "code": code}})
 
-    def _send(self, status: int, payload: dict) -> None:
-        # No secret the run holds reaches the agent, not even one a server echoed.
-        data = secrets.redact_bytes(json.dumps(payload).encode())
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+def _error(status: int, message: str, kind: str, code: str | None = None):
+    return _json(status, {"error": {"message": message, "type": kind, "code": code}})
+
+
+def _json(status: int, payload: dict):
+    from starlette.responses import Response
+
+    # No secret the run holds reaches the agent, not even one a server echoed.
+    data = secrets.redact_bytes(json.dumps(payload).encode())
+    return Response(data, status_code=status, media_type="application/json")
 
 
 def malformed(route: str, body) -> str | None:
@@ -267,6 +326,22 @@ def malformed(route: str, body) -> str | None:
     stop = body.get("stop")
     if stop is not None and not isinstance(stop, str | list):
         return "'stop' must be a string or a list of strings"
+    return None
+
+
+def token_problem(body, ceiling: int) -> str | None:
+    """Why a request's ``max_tokens`` (or ``max_completion_tokens``) cannot be served:
+    not a whole number from 1 to ``ceiling``; None where it can (or is not given)."""
+    if not isinstance(body, dict):
+        return None
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"'{key}' must be a whole number"
+        if not 1 <= value <= ceiling:
+            return f"'{key}' must be from 1 to {ceiling} (this method's ceiling); {value} asked"
     return None
 
 

@@ -12,7 +12,6 @@ GeneAgent services are in ``tests/support/``.
 from __future__ import annotations
 
 import socket
-import socketserver
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -44,24 +43,11 @@ class LoopbackServer:
         self.port = self.httpd.server_address[1]
         self.base = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._unix: list[socketserver.ThreadingUnixStreamServer] = []
-
-    def serve_unix(self, path, handler: type[QuietHandler] | None = None) -> None:
-        """Serve the same state on the Unix socket ``path`` too (an agent's sandbox
-        reaches the server only so), with ``handler`` or the server's own."""
-        handler = type("Handler", (handler,), {"state": self.state}) if handler else None
-        server = socketserver.ThreadingUnixStreamServer(
-            str(path), handler or self.httpd.RequestHandlerClass
-        )
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self._unix.append(server)
 
     def __enter__(self):
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        for server in [self.httpd, *self._unix]:
-            server.shutdown()
-            server.server_close()
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -73,6 +73,7 @@ from ..paths import UPSTREAM_DIR
 from ..transcripts import Event, QuestionResult
 from . import Prepared
 from .agent_answers import (
+    AnswerFileTooLarge,
     answer_object,
     capped_answer,
     json_object,
@@ -98,6 +99,7 @@ class AgentSettings:
     timeout_s: float = 300.0
     max_model_calls: int = 50
     max_tool_calls: int = 200
+    max_tokens_ceiling: int | None = None  # the most a model call may ask (None: the gateway's)
     reply_cap: int | None = None  # bytes of a tool reply the agent keeps (None: all)
     env: tuple[tuple[str, str], ...] = ()
     sandbox: str = "isolated"  # or "cooperative": no namespaces, the sitecustomize only
@@ -121,6 +123,7 @@ class AgentSettings:
             timeout_s=float(spec.get("timeout_s", 300.0)),
             max_model_calls=int(spec.get("max_model_calls", 50)),
             max_tool_calls=int(spec.get("max_tool_calls", 200)),
+            max_tokens_ceiling=spec.get("max_tokens_ceiling"),
             reply_cap=spec.get("reply_cap"),
             env=tuple(sorted((spec.get("env") or {}).items())),
             sandbox=spec.get("sandbox", "isolated"),
@@ -169,7 +172,7 @@ class Agent:
             with self._lock:  # one question at a time in the one process
                 session, (answer, error, info) = self._ask_long_lived(question_id, question, caps)
         else:
-            session = self.gateways.sessions.open(question_id, question, caps)
+            session = self._open(question_id, question, caps)
             try:
                 answer, error, info = self._ask_once(session, question_id, question)
             finally:
@@ -179,6 +182,12 @@ class Agent:
         events = list(session.events)
         result.events = [*events, Event("agent", len(events), info)]
         return result.finish(answer=answer, error=error)
+
+    def _open(self, question_id: str, question: str, caps: dict):
+        """A question's session; without a sandbox the agent's own reports of what it
+        could not do are all there is, so its session takes them."""
+        isolated = self.settings.isolated
+        return self.gateways.sessions.open(question_id, question, caps, not isolated)
 
     # -- one process per question ------------------------------------------------------
 
@@ -208,7 +217,11 @@ class Agent:
                     confined.close()
             if stopped == "wall":
                 return None, "agent_timeout", info
-            written = read_own_file(answer_file)
+            try:
+                written = read_own_file(answer_file)
+            except AnswerFileTooLarge as exc:  # read no further: its start is no answer
+                info["answer_file_bytes"] = exc.size
+                return None, "agent_answer_too_long", info
             printed = out.decode("utf-8", "replace")
             answer = read_answer(written) if written else None
             answer = answer if answer is not None else read_answer(printed)
@@ -227,7 +240,7 @@ class Agent:
         if self._process is None or self._process[0].poll() is not None:
             if self._process is not None and self._process[3] is not None:
                 self._process[3].close()
-            session = self.gateways.sessions.open(question_id, question, caps)
+            session = self._open(question_id, question, caps)
             own = Path(tempfile.mkdtemp(dir=self.workdir, prefix="agent-"))
             values = self._values(session.token, question_id, "", "", own)
             process, confined = self._start(values, own, per_question=False, text=True)
@@ -429,7 +442,14 @@ def prepare(context) -> Prepared:
             executor = ToolExecutor(rest_settings(reached, (*names, *(REST if languages else ()))))
             code = code_settings(spec, languages) if languages else None
             _GATEWAYS[key] = Gateways(
-                context.model, executor, context.run["model"], settings.reply_cap, snapshot, code
+                context.model,
+                executor,
+                context.run["model"],
+                settings.reply_cap,
+                snapshot,
+                code,
+                settings.limits,
+                settings.max_tokens_ceiling,
             )
     snapshot = _GATEWAYS[key].demonstrations
     agent = Agent(settings, _GATEWAYS[key], _GATEWAYS[key].workdir, presentations(context))

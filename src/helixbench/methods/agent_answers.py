@@ -15,19 +15,38 @@ from .. import secrets
 # An answer is a name, a list or a sentence: past this it is the agent's output gone
 # wrong, kept as that question's error (the record holds its start).
 MAX_ANSWER_CHARS = 100_000
+# An answer file's bytes: the longest answer, each character escaped in JSON, and the
+# runner's report beside it. A larger file is not read (it could be mostly a hole).
+MAX_ANSWER_FILE_BYTES = 6 * MAX_ANSWER_CHARS + (1 << 20)
+# What an agent's answer object may say of itself: its own error's name, a runner's
+# report (whose numbers the report sums); past these it says nothing.
+MAX_ERROR_CHARS = 200
+MAX_REPORT_BYTES = 64 * 1024
 
 
-def read_own_file(path: Path) -> str | None:
+class AnswerFileTooLarge(Exception):
+    """An answer file past :data:`MAX_ANSWER_FILE_BYTES`; ``size`` its size."""
+
+    def __init__(self, size: int):
+        super().__init__(f"an answer file of {size} bytes")
+        self.size = size
+
+
+def read_own_file(path: Path, limit: int = MAX_ANSWER_FILE_BYTES) -> str | None:
     """An answer file as the agent left it: a regular file, never through a link (one
-    could point at a host file the run job can read and the agent cannot)."""
+    could point at a host file the run job can read and the agent cannot), of at most
+    ``limit`` bytes (AnswerFileTooLarge past it, nothing of it read)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a fifo or a device: not an answer
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # a fifo or a device: not an answer
             return None
-        return f.read().decode("utf-8", "replace")
+        if info.st_size > limit:
+            raise AnswerFileTooLarge(info.st_size)
+        return f.read(limit).decode("utf-8", "replace")
 
 
 def read_answer(text: str | None) -> str | None:
@@ -65,14 +84,43 @@ def answer_object(text: str | None) -> dict | None:
 def reported_outcome(reply: dict, answer: str | None) -> tuple[str | None, dict | None]:
     """The question's error and the runner's report (secrets removed) that an answer
     object states: its own ``error`` (GeneGPT's lengthError) if any, else
-    ``agent_no_answer`` where it holds no answer."""
+    ``agent_no_answer`` where it holds no answer. What the agent says of itself is
+    bounded: an error of one line (helixbench's own names, ``agent_...``, are not its to
+    give), a report that is a JSON object of finite numbers within
+    :data:`MAX_REPORT_BYTES`."""
     error = None if answer is not None else "agent_no_answer"
     if reply.get("error"):
-        error = str(reply["error"])
-    report = reply.get("runner")
-    if report is not None:
-        report = json.loads(secrets.redact(json.dumps(report)))
-    return error, report
+        error = " ".join(str(reply["error"]).split())[:MAX_ERROR_CHARS] or error
+        if error.startswith("agent_"):
+            error = f"reported: {error}"
+    return error, own_report(reply.get("runner"))
+
+
+def own_report(report) -> dict | None:
+    """A runner's report as a record may keep it, or None: a JSON object (secrets
+    removed) of at most :data:`MAX_REPORT_BYTES`, with no number past what a float holds."""
+    if not isinstance(report, dict):
+        return None
+    try:
+        text = json.dumps(report, allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    if len(text) > MAX_REPORT_BYTES:
+        return None
+    kept = json.loads(secrets.redact(text))
+    return kept if _finite(kept) else None
+
+
+def _finite(value, depth: int = 0) -> bool:
+    if depth > 20:
+        return False
+    if isinstance(value, dict):
+        return all(_finite(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v, depth + 1) for v in value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return abs(value) < 2**63
+    return True
 
 
 def json_object(text: str) -> dict | None:

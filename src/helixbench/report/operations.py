@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from ..config.plan import Plan, RunTask
@@ -236,9 +238,9 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
                         row["tool_hits"] += data.get("cache") == "hit"
                 elif event["type"] == "agent":
                     row["s_per_question"] += data.get("seconds") or 0.0
-                    sleep = (data.get("runner") or {}).get("sleep") or {}
-                    row["sleep_asked_s"] += sleep.get("asked_s") or 0.0
-                    row["sleep_slept_s"] += sleep.get("slept_s") or 0.0
+                    sleep = _mapping(_mapping(data.get("runner")).get("sleep"))
+                    row["sleep_asked_s"] += _seconds(sleep.get("asked_s"))
+                    row["sleep_slept_s"] += _seconds(sleep.get("slept_s"))
                     for route, n in (data.get("routes") or {}).items():
                         routes[route] = routes.get(route, 0) + n
                     for cap in data.get("limits_reached") or []:
@@ -252,6 +254,18 @@ def agent_table(plan: Plan, records: dict[RunTask, list[dict]]) -> pd.DataFrame:
         row["limits_reached"] = "; ".join(f"{k} {v}" for k, v in row["limits_reached"].items())
         row["limits"] = row["limits"] or ""
     return pd.DataFrame(list(rows.values()), columns=AGENT_COLUMNS)
+
+
+def _mapping(value) -> dict:
+    """A runner's report, as the agent wrote it: a mapping, or nothing."""
+    return value if isinstance(value, dict) else {}
+
+
+def _seconds(value) -> float:
+    """Seconds a runner reports, where they are a finite number of them (else none)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if math.isfinite(value) and abs(value) < 1e12 else 0.0
 
 
 def prompt_digests(records: dict[RunTask, list[dict]]) -> dict[str, list[str]]:
@@ -299,6 +313,8 @@ LIMIT_UNITS = {
     "tmp_mb": ("/tmp", "MB"),
     "home_mb": ("HOME", "MB"),
     "workdir_mb": ("question folder", "MB"),
+    "connections": ("requests in flight", ""),
+    "body_mb": ("request body", "MB"),
     "timeout_s": ("wall", "s"),
 }
 
@@ -309,6 +325,7 @@ def held_limits(agent: dict) -> str:
     keys = {"memory_mb": "memory", "processes": "processes", "cpu_s": "cpu"}
     keys |= {"open_files": "open_files", "output_mb": "output", "tmp_mb": "tmp"}
     keys |= {"home_mb": "home", "workdir_mb": "workdir"}
+    keys |= {"connections": "connections", "body_mb": "body"}
     parts = []
     for key, value in agent["limits"].items():
         name, unit = LIMIT_UNITS.get(key, (key, ""))

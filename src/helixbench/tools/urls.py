@@ -103,13 +103,15 @@ def strip_secrets(url: str) -> str:
 
 
 def canonical_url(url: str) -> str:
-    """The cache key of ``url``: normalised, secrets removed, parameters decoded and sorted."""
+    """The cache key of ``url``: normalised, secrets removed, parameters decoded and
+    sorted by name alone (stably: a repeated parameter's values keep their order, for
+    ``term=A&term=B`` is not the request ``term=B&term=A`` is)."""
     try:
         url = normalise_url(url)
     except UnsafeURL:  # never requested (the executor refuses it); keyed as written
         pass
     parts = urlsplit(strip_secrets(url))
-    pairs = sorted(parse_qsl(parts.query, keep_blank_values=True))
+    pairs = sorted(parse_qsl(parts.query, keep_blank_values=True), key=lambda pair: pair[0])
     query = urlencode(pairs, safe=",:")
     host = (parts.hostname or "").lower()
     return f"{parts.scheme}://{host}{parts.path or '/'}" + (f"?{query}" if query else "")

@@ -51,6 +51,10 @@ PROGRAMS = {
     "nft": "nftables",
 }
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The tool gateway's sockets for the sandboxes: the public hosts' front (ports 443 and
+# 80 inside), and the channel only their first processes write refusals to.
+FRONT_SOCKET = "tool-front.sock"
+RECORDS_SOCKET = "records.sock"
 COOPERATIVE = "set `sandbox: cooperative` on the method to run it without one (marked unsandboxed)"
 
 
@@ -119,9 +123,13 @@ class Sandbox:
     Unix sockets (in ``doors``, inside the job's agents folder) and the command that
     runs an agent inside."""
 
-    def __init__(self, agents_dir: Path, doors: Path, hosts, gateways: dict[int, str]):
-        # gateways: the port each gateway has on 127.0.0.1 -> its socket's name in doors
+    def __init__(
+        self, agents_dir: Path, doors: Path, hosts, gateways: dict[int, str], recorder_key: str
+    ):
+        # gateways: the port each gateway has on 127.0.0.1 -> its socket's name in doors;
+        # recorder_key: what the records socket asks of a first process that reports
         self.agents_dir, self.doors = agents_dir, doors
+        self.recorder_key = recorder_key
         self.hosts = sorted({h.lower() for h in hosts})
         self.gateways = {str(port): name for port, name in gateways.items()}
         self.authority = self.doors / "authority.pem"
@@ -156,6 +164,7 @@ class Sandbox:
         ``question_dir`` its writable folder (and working directory), ``visible`` the
         paths it may read besides the system's, ``caps`` its limits."""
         name = f"helixbench-{os.getpid()}-{next(_SANDBOXES)}"
+        env, argv = own_path(env, list(argv), visible)
         cgroups = limits.cgroups()
         box = cgroups.make(name, caps) if cgroups else None
         bpf, names = syscalls.program()
@@ -167,6 +176,9 @@ class Sandbox:
             "java_truststore": str(self.doors / "authority.jks"),
             "hosts": self.hosts,
             "gateways": self.gateways,
+            "front": FRONT_SOCKET,
+            "records": RECORDS_SOCKET,
+            "recorder_key": self.recorder_key,
             "question_dir": str(question_dir),
             "visible": sorted({str(p) for p in visible}),
             "token": token,
@@ -197,6 +209,25 @@ class Sandbox:
 
 
 _SANDBOXES = itertools.count()
+
+
+def own_path(env: dict, argv: list[str], visible) -> tuple[dict, list[str]]:
+    """The agent's ``PATH`` with only the folders its root holds (the system's, and
+    those it is shown), never the run job's others (the user's home, their tools);
+    a program ``argv`` names by a name only such a folder holds, by its whole path."""
+    shown = [os.path.normpath(str(p)) for p in visible]
+    given = env.get("PATH", "")
+    kept = []
+    for folder in given.split(os.pathsep):
+        folder = os.path.normpath(folder) if folder else ""
+        inside = any(root.under(folder, d) for d in (*root.SYSTEM_DIRS, *shown))
+        if os.path.isabs(folder) and inside and folder not in kept:
+            kept.append(folder)
+    path = os.pathsep.join(kept) or "/usr/local/bin:/usr/bin:/bin"
+    if argv and os.sep not in argv[0] and shutil.which(argv[0], path=path) is None:
+        found = shutil.which(argv[0], path=given)
+        argv = [found, *argv[1:]] if found else argv
+    return {**env, "PATH": path}, argv
 
 
 class Confinement:

@@ -9,20 +9,25 @@ it as the only way out:
   address is refused here, never routed), nftables sets that count each refused TCP
   connection (the RST a closed port answers a SYN with) and each UDP datagram no one
   listened for (the ICMP port-unreachable), by destination;
-- **doors**: on 127.0.0.1 inside, the gateways' ports, each piped to the gateway's
+- **doors**: on 127.0.0.1 inside, the gateways' ports, each leading to the gateway's
   Unix socket outside; port 443 (TLS, a certificate of the run's own authority for
-  the allowlisted hosts) and 80, piped to the tool gateway's front socket with the
-  question's token; a DNS server on port 53 that answers the allowlisted hosts with
-  127.0.0.1 and every other name NXDOMAIN;
+  the allowlisted hosts) and 80, to the tool gateway's front socket; each request
+  read whole, named as the question's and capped (:mod:`doors`); a DNS server on
+  port 53 that answers the allowlisted hosts with 127.0.0.1 and every other name
+  NXDOMAIN;
 - **files**: a new root that holds only what the agent needs (:mod:`root`);
 - **caps**: the sandbox's cgroup joined first, the agent's rlimits, and a watch of
   what its processes use (:mod:`limits`), published for the run job every
   :data:`limits.WATCH_S`;
 - **system calls**: the seccomp filter loaded into the agent (:mod:`syscalls`), whose
   refusals this process answers;
-- **records**: each foreign lookup, refused connection and refused system call is
-  reported to the tool gateway under the question's token, as it happens (lookups)
-  or within a second (and all of them before this process exits).
+- **records**: each foreign lookup, refused connection, refused system call and
+  door's refusal is reported to the tool gateway under the question's token, as it
+  happens (lookups) or within a second (and all of them before this process exits),
+  over the records socket with the run's recorder key: neither is in the agent's
+  reach, so no record of its question is the agent's own writing;
+- **copy-out**: the question's folder back to the host within its cap as the host
+  stores it (:meth:`root.Root.copy_out`); past it, ``workdir`` is reached.
 
 Standard library only: it runs with the run job's interpreter in isolated mode, its
 sibling modules found beside it. Everything it imports is imported before the new
@@ -36,6 +41,7 @@ import concurrent.futures.thread  # noqa: F401 (asyncio.to_thread's, imported la
 import ctypes
 import json
 import os
+import resource
 import signal
 import socket
 import ssl
@@ -46,6 +52,7 @@ import time
 from urllib.parse import quote
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling modules
+import doors  # noqa: E402
 import limits  # noqa: E402
 import root  # noqa: E402
 import syscalls  # noqa: E402
@@ -77,7 +84,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as given:
         spec = json.load(given)
-    os.unlink(sys.argv[1])  # it holds the question's token
+    os.unlink(sys.argv[1])  # it holds the question's token and the recorder's key
+    # Connections the agent opens are this process's files too (its own are capped).
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 1 << 16), hard))
     for procs in spec.get("cgroup_procs", []):  # its cgroup, before it starts anything
         with open(procs, "w") as joined:
             joined.write("0")
@@ -99,8 +109,11 @@ def main() -> int:
             out.write(data)
     new_root.seal_run()
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the agent cannot read this process
-    code = asyncio.run(Doors(spec, tls, new_root).run())
-    new_root.copy_out()
+    kept = Doors(spec, tls, new_root)
+    code = asyncio.run(kept.run())
+    if not new_root.copy_out():  # the folder past its cap as the host would store it
+        kept.watch.reached.add("workdir")
+        kept.watch.publish(spec["status"])
     return code
 
 
@@ -169,6 +182,9 @@ class Doors:
     def __init__(self, spec: dict, tls: ssl.SSLContext, new_root: root.Root):
         self.spec, self.tls = spec, tls
         self.token = spec["token"]
+        caps = spec["limits"]
+        body = int(caps["body_mb"] * limits.MB)
+        self.keeper = doors.Keeper(self.token, int(caps["connections"]), body)
         self.hosts = {h.lower() for h in spec["hosts"]} | {"localhost"}
         self.reported: dict = {}
         self.looked_up: dict[str, float] = {}
@@ -179,11 +195,24 @@ class Doors:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         servers = []
+        listen = {"limit": doors.MAX_HEAD_BYTES, "backlog": 4096}
         for port, sock in self.spec["gateways"].items():
-            servers.append(await asyncio.start_server(self._piped(sock), "127.0.0.1", int(port)))
-        front = self._piped("tool-front.sock", f"HELIXBENCH {self.token}\n".encode())
-        servers.append(await asyncio.start_server(front, "127.0.0.1", 443, ssl=self.tls))
-        servers.append(await asyncio.start_server(front, "127.0.0.1", 80))
+            door = self.keeper.door(sock, int(port))
+            servers.append(await asyncio.start_server(door, "127.0.0.1", int(port), **listen))
+        front = self.spec["front"]
+        servers.append(
+            await asyncio.start_server(
+                self.keeper.door(front, 443),
+                "127.0.0.1",
+                443,
+                ssl=self.tls,
+                ssl_handshake_timeout=doors.HEAD_TIMEOUT_S,
+                **listen,
+            )
+        )
+        servers.append(
+            await asyncio.start_server(self.keeper.door(front, 80), "127.0.0.1", 80, **listen)
+        )
         for address in ("127.0.0.1", "::1"):
             try:
                 await loop.create_datagram_endpoint(
@@ -253,6 +282,9 @@ class Doors:
                 await self.report(f"proto={protocol}&host={quote(address)}&port={port}&count={new}")
         for call, detail, count in self.refusals.new() if self.refusals else []:
             await self.report(f"syscall={quote(call)}&detail={quote(detail)}&count={count}")
+        for kind, port, count in self.keeper.new():
+            cap = self.keeper.caps(kind)
+            await self.report(f"door={kind}&port={port}&cap={cap}&count={count}")
 
     def looked_up_name(self, name: str) -> None:
         now = time.monotonic()
@@ -261,42 +293,21 @@ class Doors:
             asyncio.ensure_future(self.report(f"name={quote(name)}"))
 
     async def report(self, query: str) -> None:
+        """One refusal, under the question's token, over the records socket (outside the
+        agent's root) with the recorder's key (which the agent never sees)."""
         try:
-            reader, writer = await asyncio.open_unix_connection("tool.sock")
+            reader, writer = await asyncio.open_unix_connection(self.spec["records"])
             writer.write(
                 f"GET /_refused?{query} HTTP/1.1\r\nHost: sandbox\r\n"
-                f"X-Helixbench-Session: {self.token}\r\nConnection: close\r\n\r\n".encode()
+                f"X-Helixbench-Session: {self.token}\r\n"
+                f"X-Helixbench-Recorder: {self.spec['recorder_key']}\r\n"
+                "Connection: close\r\n\r\n".encode()
             )
             await writer.drain()
             await reader.read()
             writer.close()
         except OSError:
             pass
-
-    def _piped(self, sock: str, preamble: bytes = b""):
-        async def serve(reader, writer) -> None:
-            try:
-                upstream_reader, upstream_writer = await asyncio.open_unix_connection(sock)
-            except OSError:
-                writer.close()
-                return
-            upstream_writer.write(preamble)
-            await asyncio.gather(_copy(reader, upstream_writer), _copy(upstream_reader, writer))
-            for each in (upstream_writer, writer):
-                each.close()
-
-        return serve
-
-
-async def _copy(reader, writer) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-    except (OSError, ssl.SSLError, asyncio.IncompleteReadError):
-        pass
 
 
 class _Resolver(asyncio.DatagramProtocol):

@@ -9,7 +9,10 @@
   (and an rlimit per process as a backstop);
 - **open files**: an rlimit per process;
 - **output**: stdout and stderr together, counted by the run job as it reads them;
-- **/tmp, HOME and the question's folder**: tmpfs sizes (:mod:`.root`);
+- **/tmp, HOME and the question's folder**: tmpfs sizes (:mod:`.root`), the
+  question's folder also as the host stores it when it is copied out;
+- **connections** and **body_mb**: the requests of the sandbox in flight at the
+  gateways, and one request's body, held by its doors (:mod:`.doors`);
 - **wall time**: ``timeout_s`` (the run job kills the sandbox).
 
 A cap reached is the question's recorded error, ``agent_limit: <cap>``. The cgroup's
@@ -67,6 +70,8 @@ class Limits:
     tmp_mb: int = 512  # /tmp, /var/tmp and /dev/shm, each
     home_mb: int = 128
     workdir_mb: int = 512  # the question's folder
+    connections: int = 32  # requests of the sandbox at the gateways at once (its doors)
+    body_mb: float = 8.0  # one request body through a door, and at the gateways
 
     @classmethod
     def from_spec(cls, given: dict | None) -> Limits:
@@ -272,7 +277,9 @@ def held(limits: Limits, box: Cgroups | None) -> dict[str, str]:
         "output": "counted by the run job",
         "tmp": "tmpfs size",
         "home": "tmpfs size",
-        "workdir": "tmpfs size",
+        "workdir": "tmpfs size, and counted as copied out",
+        "connections": "the sandbox's doors",
+        "body": "the sandbox's doors",
     }
 
 

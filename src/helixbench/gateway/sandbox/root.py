@@ -10,7 +10,8 @@ the agent needs, built by the sandbox's first process in its own mount namespace
   bundles, which hold only the run's own authority;
 - **writable**, each a tmpfs of its own size: ``/tmp``, ``/var/tmp``, ``/dev/shm``,
   ``HOME`` (:data:`HOME`, empty) and the question's folder, whose files are copied in
-  before the agent starts and out when it ends (so its size is capped too);
+  before the agent starts and out when it ends, within the same cap as the host
+  stores them (sparse files' holes and hard links count in full: :class:`Budget`);
 - **fresh**: ``/proc`` (read-only), ``/sys`` (read-only), a ``/dev`` of a few devices,
   ``/run`` (the sandbox's own files).
 
@@ -154,7 +155,7 @@ class Root:
         copy_tree(os.dup(self._question_fd), _open_dir(target))
         writable = {new + p for p in self.writable} | {new + "/run"}
         for point in _mount_points():  # everything else read-only, the root itself last
-            if _under(point, new) and point not in writable and point != new:
+            if under(point, new) and point not in writable and point != new:
                 _read_only(point)
         for fd in [*system.values(), *kept.values(), *devices.values(), *(f for _, f in shown)]:
             os.close(fd)
@@ -215,41 +216,77 @@ class Root:
         size = f"size={self.sizes_mb['tmp_mb']}m"
         _mount("tmpfs", f"{dev}/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
 
-    def copy_out(self) -> None:
+    def copy_out(self) -> bool:
         """The question's folder as the agent left it, back in the host's folder (its
-        files and folders; links and devices left out)."""
+        files and folders; links and devices left out), up to the folder's cap as the
+        host stores it (:class:`Budget`); False where the cap stopped the copy."""
         target = self._question_fd
         for entry in os.listdir(target):
             _remove(target, entry)
-        copy_tree(_open_dir(self.question_dir), target)
+        budget = Budget(self.sizes_mb["workdir_mb"] << 20)
+        try:
+            copy_tree(_open_dir(self.question_dir), target, budget)
+        except Budget.Spent:
+            return False
+        return True
 
 
-def copy_tree(source: int, target: int) -> None:
+class Budget:
+    """What a copy may write, counted as the host stores it: each file its whole size
+    (a sparse file's holes are written out in full, each hard link is a file of its own)
+    in blocks, each folder and empty file a block; :class:`Spent` past it."""
+
+    BLOCK = 4096
+
+    class Spent(Exception):
+        pass
+
+    def __init__(self, size: int):
+        self.left = size
+
+    def take(self, size: int) -> None:
+        blocks = max(1, -(-size // self.BLOCK))
+        if blocks * self.BLOCK > self.left:
+            raise Budget.Spent()
+        self.left -= blocks * self.BLOCK
+
+
+def copy_tree(source: int, target: int, budget: Budget | None = None) -> None:
     """Regular files and folders of the folder ``source`` into ``target`` (both open
-    folders, closed after), never following a link."""
+    folders, closed after), never following a link; ``budget``: Budget.Spent at the
+    first entry past it (what was copied stays)."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
         with os.scandir(source) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
+                    if budget is not None:
+                        budget.take(0)
                     os.mkdir(entry.name, 0o700, dir_fd=target)
                     inner = os.open(entry.name, flags, dir_fd=source)
-                    copy_tree(inner, os.open(entry.name, flags, dir_fd=target))
+                    copy_tree(inner, os.open(entry.name, flags, dir_fd=target), budget)
                 elif entry.is_file(follow_symlinks=False):
-                    _copy_file(source, target, entry.name)
+                    _copy_file(source, target, entry.name, budget)
     finally:
         os.close(source)
         os.close(target)
 
 
-def _copy_file(source: int, target: int, name: str) -> None:
+def _copy_file(source: int, target: int, name: str, budget: Budget | None) -> None:
     read = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=source)
     try:
-        mode = stat.S_IMODE(os.fstat(read).st_mode) & 0o755
+        info = os.fstat(read)
+        if not stat.S_ISREG(info.st_mode):  # swapped for something else since it was listed
+            return
+        if budget is not None:
+            budget.take(info.st_size)
+        mode = stat.S_IMODE(info.st_mode) & 0o755
         write = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode, dir_fd=target)
         try:
-            while chunk := os.read(read, 1 << 20):
+            left = info.st_size  # what was counted, though a process still writes to it
+            while left > 0 and (chunk := os.read(read, min(left, 1 << 20))):
                 os.write(write, chunk)
+                left -= len(chunk)
         finally:
             os.close(write)
     finally:
@@ -283,7 +320,7 @@ def _top_most(paths) -> list[str]:
     kept: list[str] = []
     for path in sorted(os.path.normpath(p) for p in paths if _exists(p)):
         covered = [*kept, *SYSTEM_DIRS, "/proc", "/sys", "/dev", "/run"]
-        if not any(_under(path, k) for k in covered) and path != "/":
+        if not any(under(path, k) for k in covered) and path != "/":
             kept.append(path)
     return kept
 
@@ -354,5 +391,6 @@ def _mount(source, target, kind, flags, data=None) -> None:
         raise OSError(error, f"mount {target}: {os.strerror(error)}")
 
 
-def _under(path: str, folder: str) -> bool:
+def under(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or lies in it."""
     return path == folder or path.startswith(folder.rstrip("/") + "/")

@@ -9,8 +9,11 @@ It refuses, with the error the kernel would give where the feature is missing:
   ``NETLINK_ROUTE`` (``EPROTONOSUPPORT``: no audit, netfilter or uevents);
 - new user namespaces (``unshare`` or ``clone`` with ``CLONE_NEWUSER``: ``EPERM``);
 - ``ptrace``, ``bpf``, ``perf_event_open``, the key ring (``keyctl``, ``add_key``,
-  ``request_key``) and mounts (``mount``, ``umount2``, ``pivot_root`` and the new
-  mount API): ``EPERM``.
+  ``request_key``), mounts (``mount``, ``umount2``, ``pivot_root`` and the new
+  mount API), io_uring (``io_uring_setup``, ``io_uring_enter``,
+  ``io_uring_register``: its operations, a socket's among them, never pass through
+  seccomp, so a ring would be a side door past the socket rule) and ``userfaultfd``
+  (user mode too): ``EPERM``, as a kernel whose policy turned them off answers.
 
 Each of these is a seccomp *user notification*: the kernel holds the call and asks
 the first process, which answers with the refusal and counts it, so the refusals
@@ -54,6 +57,10 @@ REFUSED = (
     "fsmount",
     "fspick",
     "mount_setattr",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "userfaultfd",
 )
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3

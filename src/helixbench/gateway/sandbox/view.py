@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ... import paths
 from ...errors import ConfigError
+from .root import under
 
 # Where the workflow keeps what a run is judged by, below its working directory.
 JUDGED = {
@@ -43,9 +44,9 @@ def refusal(path: str, places: dict[str, str]) -> str | None:
     """Why an agent may not read ``path`` (it holds or lies in a judged place), or None."""
     own = _absolute(path)
     for place, why in places.items():
-        if _under(own, place):
+        if under(own, place):
             return f"{path} lies in {why}"
-        if _under(place, own):
+        if under(place, own):
             return f"{path} holds {why} ({os.path.relpath(place, own)})"
     return None
 
@@ -81,7 +82,7 @@ def visible_paths(
             path = Path(part)
             if not path.is_absolute() or not path.exists() or path.is_relative_to(own):
                 continue
-            if any(_under(a, _absolute(part)) for a in allowed):
+            if any(under(a, _absolute(part)) for a in allowed):
                 continue  # an original's upstream folder: its own files only
             reason = refusal(part, places)
             if reason:
@@ -116,7 +117,3 @@ def runtime(python: str) -> list[str]:
 
 def _absolute(path: str) -> str:
     return os.path.realpath(os.path.abspath(os.path.expanduser(str(path))))
-
-
-def _under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
