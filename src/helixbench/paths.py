@@ -11,6 +11,10 @@ from pathlib import Path
 
 UPSTREAM_DIR = "resources/upstream"
 UPSTREAM_LOCK = "resources/upstream.lock.tsv"
+# Every verified upstream file once more, by its sha256 (hard links): not a rule's
+# output, so a file Snakemake removes before a job (a rerun, a changed trigger) is
+# restored from here, never fetched again, and offline nothing verified is lost.
+UPSTREAM_STORE = "resources/cache/upstream"
 QUESTIONS = "resources/benchmarks/questions.jsonl"
 RECORDED_SNAPSHOT = "resources/snapshots/recorded/{recording}/{run_dir}/{task}.json"
 LIVE_SNAPSHOT = "resources/snapshots/live/{name}.json"
@@ -34,7 +38,9 @@ TOOL_CACHE = "resources/cache/tools.sqlite"
 MODEL_CACHE = "resources/cache/models.sqlite"
 # The percentile scorer's background, one name a line (scoring.background).
 PERCENTILE_BACKGROUND = "resources/benchmarks/percentile-background.txt"
-TOOL_CACHE_SEED = "resources/cache/seeds/{recording}.json"  # marks a seeded tool cache
+# Marks a seeded tool cache: one marker per recording and set of its files seeded (two
+# configs that seed different masks keep their own, so neither reruns the other's runs).
+TOOL_CACHE_SEED = "resources/cache/seeds/{recording}/{files}.json"
 
 
 RUNS_DIR = "results/runs"

@@ -33,7 +33,7 @@ if SRC_DIR is not None:
 
 from helixbench import paths
 from helixbench.benchmarks import question_files
-from helixbench.datasets.fetch import FetchError, pin_mirror_env, resolve_mirror
+from helixbench.datasets.fetch import MIRROR_ENV, FetchError, pin_mirror_env, resolve_mirror
 from helixbench.models.gguf import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
 from helixbench.config.schema import check_config, naming_the_file
@@ -65,6 +65,8 @@ validate(config, schema="../schemas/config.schema.yaml")
 try:
     pin_mirror_env()  # the jobs, wherever they run, find the mirror the user named
     MIRROR = resolve_mirror(config.get("mirror"))
+    if MIRROR is not None:  # (config key `mirror` too: the jobs read it from here)
+        os.environ[MIRROR_ENV] = str(MIRROR)
     PLAN = build_plan(config, MIRROR)
 except ConfigError as exc:
     raise WorkflowError(f"invalid config: {naming_the_file(str(exc), CONFIG_FILES)}")
@@ -259,10 +261,6 @@ def get_report_outputs():
     return outputs
 
 
-def get_mirror_arg():
-    return f"--mirror {MIRROR}" if MIRROR else ""
-
-
 def get_pin_args(wildcards):
     """A file the config pins (an imported source's file outside the manifest): its URL
     and sha256 for the fetch command; nothing for a file of the manifest."""
@@ -324,7 +322,7 @@ def get_weights_spec(wildcards):
 
 
 def get_seed_runs(wildcards):
-    return PLAN.seed(wildcards.recording)
+    return PLAN.seed(wildcards.recording, wildcards.files)
 
 
 def get_seed_files(wildcards):

@@ -10,12 +10,14 @@ rule fetch_upstream:
         relpath=r"[^/]+/.+",
     conda:
         ENVS["fetch"]
+    # (The mirror reaches the job as $HELIXBENCH_MIRROR, not as a parameter: a file
+    # pinned by its sha256 is the same file wherever it came from, so a run with the
+    # mirror and one without plan the same jobs.)
     params:
-        mirror=verbatim(get_mirror_arg()),
         lock=paths.UPSTREAM_LOCK,
         pin=get_pin_args,
     shell:
-        "python -m helixbench fetch {output:q} {params.mirror} {params.pin}"
+        "python -m helixbench fetch {output:q} {params.pin}"
         " --lock {params.lock:q} > {log:q} 2>&1"
 
 
@@ -29,10 +31,9 @@ rule fetch_benchmarks:
     conda:
         ENVS["fetch"]
     params:
-        mirror=verbatim(get_mirror_arg()),
         lock=paths.UPSTREAM_LOCK,
     shell:
-        "python -m helixbench fetch {output:q} {params.mirror} --lock {params.lock:q} > {log:q} 2>&1"
+        "python -m helixbench fetch {output:q} --lock {params.lock:q} > {log:q} 2>&1"
 
 
 ruleorder: fetch_benchmarks > fetch_upstream

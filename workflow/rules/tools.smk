@@ -9,7 +9,10 @@ rule seed_tool_cache:
     output:
         paths.TOOL_CACHE_SEED,
     log:
-        "logs/tools/seed-{recording}.log",
+        "logs/tools/seed-{recording}-{files}.log",
+    wildcard_constraints:
+        recording=r"[^/]+",
+        files=r"[0-9a-f]+",
     conda:
         ENVS["fetch"]
     params:

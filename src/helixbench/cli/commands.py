@@ -131,14 +131,26 @@ def plan(args) -> None:
 
 def _check(plan, mirror) -> None:
     """``plan --check``: each problem a run would meet, then exit 1 if there is one."""
-    from ..config.checks import run_problems
+    from ..config.checks import downloads, run_problems
 
-    problems = run_problems(plan, Path(mirror) if mirror else None)
+    mirror = Path(mirror) if mirror else None
+    problems = run_problems(plan, mirror)
     for where, problem in problems:
         print(f"check: {where}: {problem}")
+    fetched = downloads(plan, mirror)
+    if fetched:  # not a problem, but the one step that needs the network
+        size = sum(f.size or 0 for f in fetched) / 1e6
+        hosts = ", ".join(sorted({f.url.split("/")[2] for f in fetched}))
+        print(
+            f"check: the network: {len(fetched)} upstream file(s), {size:.1f} MB, would be "
+            f"downloaded from {hosts} (offline: set HELIXBENCH_MIRROR to a mirror)"
+        )
     if problems:
         raise SystemExit(f"plan --check: {len(problems)} problem(s); the runs above would fail")
-    print("check: every key, server and file the runs need is here")
+    print(
+        "check: every key, server and file the runs need is here"
+        + (", once those files are downloaded" if fetched else "")
+    )
 
 
 def status(args) -> None:

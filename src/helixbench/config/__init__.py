@@ -388,7 +388,8 @@ def _seeds(entries: list, mirror: Path | None) -> dict:
             for r in recorded_runs(recording, benchmark, mask)
             if available(r.file.url, mirror)
         ]
-        seeds[paths.TOOL_CACHE_SEED.format(recording=recording)] = runs
+        files = sha256_json(sorted(r.file.relpath for r in runs))[:12]
+        seeds[paths.TOOL_CACHE_SEED.format(recording=recording, files=files)] = runs
     return seeds
 
 

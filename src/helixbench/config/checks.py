@@ -12,7 +12,7 @@ from pathlib import Path
 import requests
 
 from ..models.openai_api import DEFAULT_BASE_URL
-from ..paths import upstream_path
+from ..paths import UPSTREAM_STORE, upstream_path
 from .plan import Plan
 
 PROBE_TIMEOUT_S = 3.0
@@ -40,9 +40,22 @@ def run_problems(plan: Plan, mirror: Path | None) -> list[tuple[str, str]]:
             problems.append((run.label, probed[base_url]))
     if mirror is not None:
         for file in plan.upstream_files():
-            if not (mirror / file.relpath).is_file() and not Path(upstream_path(file)).is_file():
+            if not (mirror / file.relpath).is_file() and not _here(file):
                 problems.append(("all runs", f"the mirror {mirror} lacks {file.relpath}"))
     return problems
+
+
+def downloads(plan: Plan, mirror: Path | None) -> list:
+    """The upstream files the runs would fetch from their URLs: those neither here
+    (fetched, or kept in the store) nor, with a mirror, in it."""
+    if mirror is not None:
+        return []
+    return [file for file in plan.upstream_files() if not _here(file)]
+
+
+def _here(file) -> bool:
+    """An upstream file already on this machine: its copy, or the store's by sha256."""
+    return Path(upstream_path(file)).is_file() or Path(UPSTREAM_STORE, file.sha256).is_file()
 
 
 def _probe(base_url: str, key: str | None) -> str | None:

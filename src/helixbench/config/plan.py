@@ -368,8 +368,9 @@ class Plan:
                 limits[run.endpoint] = min(limits.get(run.endpoint, limit), limit)
         return limits
 
-    def seed(self, recording: str) -> list[RecordedRun]:
+    def seed(self, recording: str, files: str) -> list[RecordedRun]:
+        """The recorded runs of the seed marker ``recording``/``files``."""
         try:
-            return self.seeds[paths.TOOL_CACHE_SEED.format(recording=recording)]
+            return self.seeds[paths.TOOL_CACHE_SEED.format(recording=recording, files=files)]
         except KeyError:
-            raise KeyError(f"no planned tool-cache seed {recording}") from None
+            raise KeyError(f"no planned tool-cache seed {recording}/{files}") from None

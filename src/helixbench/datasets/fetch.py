@@ -180,4 +180,46 @@ def fetch_local(output: Path, mirror: Path | None, lock_file: Path, url=None, sh
             raise FetchError(f"{url} does not map onto {output}")
     else:
         raise FetchError(f"{output} is not a pinned upstream file")
-    return fetch(url, Path(output), sha256, mirror, lock_file)
+    store = Path(paths.UPSTREAM_STORE)
+    if sha256 != UNKNOWN and restore(store / sha256, Path(output), sha256):
+        return sha256
+    digest = fetch(url, Path(output), sha256, mirror, lock_file)
+    keep(Path(output), store / digest)
+    return digest
+
+
+def verified(path: Path, sha256: str) -> bool:
+    """Whether ``path`` is a file with the pinned ``sha256``."""
+    return path.is_file() and sha256_file(path) == sha256
+
+
+def restore(kept: Path, output: Path, sha256: str) -> bool:
+    """``output`` from the store's ``kept`` copy where it holds ``sha256``; False where
+    the store has no such file (a damaged copy is dropped)."""
+    if not kept.is_file():
+        return False
+    if not verified(kept, sha256):
+        kept.unlink(missing_ok=True)
+        return False
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.restore")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(kept, tmp)
+    except OSError:  # another file system
+        shutil.copyfile(kept, tmp)
+    os.replace(tmp, output)
+    return True
+
+
+def keep(output: Path, kept: Path) -> None:
+    """A verified file into the store (a hard link where it can be one)."""
+    if kept.is_file():
+        return
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    tmp = kept.with_name(f".{kept.name}.{os.getpid()}")
+    try:
+        os.link(output, tmp)
+    except OSError:
+        shutil.copyfile(output, tmp)
+    os.replace(tmp, kept)
