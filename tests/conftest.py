@@ -53,6 +53,14 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+def planned_run(config: dict, mirror: Path | None, model: str, method: str):
+    """The run ``model``/``method`` as the workflow plans it for ``config`` (its files'
+    paths: ``shard_paths()``, ``score_path``, ``wildcards``)."""
+    from helixbench.config import build_plan
+
+    return build_plan(config, mirror).find(model, method)
+
+
 def run_snakemake(
     workdir: Path, config: dict, *args: str, env: dict
 ) -> subprocess.CompletedProcess:

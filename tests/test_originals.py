@@ -25,7 +25,7 @@ from helixbench.models.gguf import converted_name
 from helixbench.report.protocols import protocol_of, protocol_runs
 from helixbench.transcripts import read_records
 
-from .conftest import REPO_ROOT, SMOLLM2, run_snakemake
+from .conftest import REPO_ROOT, SMOLLM2, planned_run, run_snakemake
 
 ENVS = REPO_ROOT / "workflow" / "envs" / "originals"
 
@@ -162,12 +162,13 @@ def test_genegpt_main_py_sends_the_prompts_of_our_loop_with_smollm2(mirror, tmp_
         ],
     }
     env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror)}
-    shard = "results/runs/smollm2/{}/shard-0-of-1.jsonl"
+    methods = ("genegpt-slim", "genegpt-main")
+    shards = {m: planned_run(config, mirror, "smollm2", m).shard_paths()[0] for m in methods}
     for method in ("genegpt-slim", "genegpt-main"):  # ours first: main.py's calls then hit
-        done = run_snakemake(tmp_path, config, "--cores", "2", shard.format(method), env=env)
+        done = run_snakemake(tmp_path, config, "--cores", "2", shards[method], env=env)
         assert done.returncode == 0, done.stderr[-3000:]
-    ours = read_records(tmp_path / shard.format("genegpt-slim"))
-    theirs = read_records(tmp_path / shard.format("genegpt-main"))
+    ours = read_records(tmp_path / shards["genegpt-slim"])
+    theirs = read_records(tmp_path / shards["genegpt-main"])
     assert len(ours) == len(theirs) == 1
     ours, theirs = ours[0], theirs[0]
     assert theirs["question_id"] == ours["question_id"] and theirs["error"] is None
@@ -241,15 +242,16 @@ def test_main_cascade_sends_geneagents_prompts_so_every_call_is_a_cache_hit(mirr
                 }
             ],
         }
-        shard = "results/runs/llm/{}/shard-0-of-1.jsonl"
+        methods = ("geneagent", "geneagent-cascade")
+        shard = {m: planned_run(config, mirror, "llm", m).shard_paths()[0] for m in methods}
         for method in ("geneagent", "geneagent-cascade"):  # ours first: upstream's then hit
-            done = run_snakemake(tmp_path, config, "--cores", "2", shard.format(method), env=env)
+            done = run_snakemake(tmp_path, config, "--cores", "2", shard[method], env=env)
             assert done.returncode == 0, done.stderr[-3000:]
         assert not llm.state.script  # ours made every scripted call
         asked = len(llm.state.received)
     assert asked == len(script)  # main_cascade.py asked the server nothing
-    (ours,) = read_records(tmp_path / shard.format("geneagent"))
-    (theirs,) = read_records(tmp_path / shard.format("geneagent-cascade"))
+    (ours,) = read_records(tmp_path / shard["geneagent"])
+    (theirs,) = read_records(tmp_path / shard["geneagent-cascade"])
     assert ours["error"] is None and theirs["error"] is None, theirs["events"][-1]
     assert theirs["answer"] == ours["answer"] == "Nuclear lamina maintenance"
     our_calls = [e["data"] for e in ours["events"] if e["type"] == "model"]

@@ -58,10 +58,10 @@ def test_progress_lines_are_whole_lines_with_counts_and_an_eta(tmp_path):
 
 def test_status_reads_without_touching_a_torn_partial_file(tmp_path):
     runs = tmp_path / "results" / "runs"
-    done = runs / "m" / "a" / "shard-0-of-2.jsonl"
+    done = runs / "m" / "a" / "0123abcd" / "shard-0-of-2.jsonl"
     done.parent.mkdir(parents=True)
     done.write_text("".join(json.dumps(_record(q, 1, 0)) + "\n" for q in "xyz"))
-    partial = runs / "m" / "a" / "shard-1-of-2.jsonl.partial"
+    partial = runs / "m" / "a" / "0123abcd" / "shard-1-of-2.jsonl.partial"
     lines = [json.dumps(_record("p", 2, 3)), json.dumps(_record("q", 1, 1, "tool_error"))]
     torn = ("\n".join(lines) + "\n" + '{"question_id": "r", "ev').encode()
     partial.write_bytes(torn)
@@ -162,12 +162,12 @@ def test_status_of_a_running_shard_then_killed_then_resumed(mirror, tmp_path):
 
 def test_status_lists_every_planned_shard_started_or_not(tmp_path):
     runs = tmp_path / "results" / "runs"
-    done = runs / "m" / "x" / "shard-0-of-2.jsonl"
+    done = runs / "m" / "x" / "0123abcd" / "shard-0-of-2.jsonl"
     done.parent.mkdir(parents=True)
     done.write_text(json.dumps(_record("a", 1, 0)) + "\n")
-    planned = [("m / x", "results/runs/m/x/shard-0-of-2.jsonl")]
-    planned += [("m / x", "results/runs/m/x/shard-1-of-2.jsonl")]
-    planned += [("n / y", "results/runs/n/y/shard-0-of-1.jsonl")]
+    planned = [("m / x", "results/runs/m/x/0123abcd/shard-0-of-2.jsonl")]
+    planned += [("m / x", "results/runs/m/x/0123abcd/shard-1-of-2.jsonl")]
+    planned += [("n / y", "results/runs/n/y/4567cdef/shard-0-of-1.jsonl")]
     statuses = shard_statuses(runs, planned=planned)
     assert [(s.run, s.shard, s.state) for s in statuses] == [
         ("m / x", "0 of 2", "done"),

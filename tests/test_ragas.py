@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helixbench import paths
 from helixbench.gateway import Sessions
 from helixbench.gateway.model_api import ModelGateway
 from helixbench.loopback.openai import OpenAIServer, OpenAIServerState
@@ -21,7 +22,7 @@ from helixbench.loopback.ragas_judge import judge, ragas_judge
 from helixbench.scoring.ragas_runner import METRICS
 from helixbench.scoring.text import EmbeddingScorer
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, planned_run
 from .test_brad import _corpus
 from .test_workflow import snakemake
 
@@ -125,22 +126,23 @@ def test_brads_three_configurations_scored_by_ragas_as_ragas_evaluate_scores_the
             has_contexts = row["configuration"] != "vanilla (no retrieval)"
             assert bool(row["faithfulness"]) == has_contexts, row
         # Every judge call is an event of the question it judged.
+        run = planned_run(config, mirror, "llm", "brad-short")
         calls = [
-            json.loads(line) for line in open(work / "results/judge-calls/llm/brad-short.jsonl")
+            json.loads(line) for line in open(work / paths.RUN_JUDGE_CALLS.format(**run.wildcards))
         ]
         assert len(calls) == 1 and all(c["events"] for c in calls)
         assert {e["type"] for c in calls for e in c["events"]} == {"model", "embedding"}
         ours = {}
-        for path in (work / "results" / "scores" / "llm").glob("*.jsonl"):
+        for path in (work / "results" / "scores" / "llm").glob("*/*.jsonl"):
             for line in path.open():
                 row = json.loads(line)
                 if row["metric"].startswith("ragas_"):
                     ours[(row["method"], row["question_id"], row["metric"])] = row["score"]
         # Rescored from nothing: every judge call a cache hit, none reaches the judge.
-        (work / "results" / "scores" / "llm" / "brad-short.jsonl").unlink()
-        again = snakemake(work, config, "results/scores/llm/brad-short.jsonl", mirror=mirror)
+        (work / run.score_path).unlink()
+        again = snakemake(work, config, run.score_path, mirror=mirror)
         assert again.returncode == 0 and len(scripted.state.received) == judged
-        rescored = (work / "results" / "scores" / "llm" / "brad-short.jsonl").read_text()
+        rescored = (work / run.score_path).read_text()
         assert sum(r["method"] == "brad-short" for r in map(json.loads, rescored.splitlines()))
         # ragas.evaluate asked directly, the scripted judge its model, on the same samples.
         from helixbench.datasets.questions import read_questions

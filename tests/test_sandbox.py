@@ -35,7 +35,7 @@ from helixbench.models import create_model
 from helixbench.tools.executor import ToolExecutor, ToolSettings
 from helixbench.transcripts import read_records
 
-from .conftest import REPO_ROOT, run_snakemake
+from .conftest import REPO_ROOT, planned_run, run_snakemake
 
 AGENTS = REPO_ROOT / "tests" / "support" / "sandbox_agents"
 REAL_KEY = "sk-real-openai-key-that-must-stay-home-0123456789"
@@ -484,7 +484,7 @@ def test_hostile_agents_beside_others_in_a_run_of_three_questions_leave_a_whole_
     work = tmp_path / "work"
     assert (work / "results/report/index.html").is_file()
     records = {
-        method: read_records(work / f"results/runs/llm/{method}/shard-0-of-1.jsonl")
+        method: read_records(work / planned_run(config, mirror, "llm", method).shard_paths()[0])
         for method in config["methods"]
     }
     assert all(len(r) == 3 for r in records.values())

@@ -1,8 +1,10 @@
 """Where the workflow's files live (relative to the working directory).
 
 The Snakemake rules and the package share these patterns, so a path is defined
-once. Wildcards: ``model``, ``method``, ``shard`` and ``shards``; a run (model,
-method) is the unit of the run and score jobs, whatever tasks it covers.
+once. Wildcards: ``model``, ``method``, ``variant``, ``shard`` and ``shards``; a run
+(model, method) is the unit of the run and score jobs, whatever tasks it covers, and
+its files lie under its ``variant`` (a digest of everything that shapes it: two
+configs that give one name to two runs keep each their own files).
 """
 
 import os
@@ -44,14 +46,14 @@ TOOL_CACHE_SEED = "resources/cache/seeds/{recording}/{files}.json"
 
 
 RUNS_DIR = "results/runs"
-RUN_SHARD = RUNS_DIR + "/{model}/{method}/shard-{shard}-of-{shards}.jsonl"
-RUN_SCORES = "results/scores/{model}/{method}.jsonl"
+RUN_SHARD = RUNS_DIR + "/{model}/{method}/{variant}/shard-{shard}-of-{shards}.jsonl"
+RUN_SCORES = "results/scores/{model}/{method}/{variant}.jsonl"
 # The calls of the run's model-based scorers that judge with a model (RAGAs' judge),
 # by question: JSON lines {question_id, events}.
-RUN_JUDGE_CALLS = "results/judge-calls/{model}/{method}.jsonl"
+RUN_JUDGE_CALLS = "results/judge-calls/{model}/{method}/{variant}.jsonl"
 # A run's share of the report, written by its own job (report/run_summary.py).
 SUMMARIES_DIR = "results/summaries"
-RUN_SUMMARY_DIR = SUMMARIES_DIR + "/{model}/{method}"
+RUN_SUMMARY_DIR = SUMMARIES_DIR + "/{model}/{method}/{variant}"
 RUN_SUMMARY = RUN_SUMMARY_DIR + "/summary.json"
 RUN_SCORE_TABLE = RUN_SUMMARY_DIR + "/scores.parquet"
 # Raised when a summary's content changes: a parameter of the summarize jobs, so
@@ -63,9 +65,12 @@ RUN_SUMMARY_VERSION = 3
 RUN_DETAILS = RUN_SUMMARY_DIR + "/details.js"
 # A run in other tools' formats (report.exports; report/exports.py), copied into the
 # report's exports/ folder.
-RUN_EXPORTS = "results/exports/{model}/{method}"
+RUN_EXPORTS = "results/exports/{model}/{method}/{variant}"
 
+# The report a reader opens: a link to the report of the config that ran last, among
+# every config's own (REPORTS_DIR/<config key>), so that switching configs reruns nothing.
 REPORT_DIR = "results/report"
+REPORTS_DIR = "results/reports"
 # The report's own copies of its runs' files: exactly the runs of the config it was
 # built from (report/details.py, place_run_files).
 REPORT_RUNS_DIR = REPORT_DIR + "/runs"
@@ -141,6 +146,26 @@ REPORT = (
     ReportFile("robustness.svg"),
 )
 REPORT_FILES = tuple(f.name for f in REPORT)
+
+
+def show_report(target) -> None:
+    """Point :data:`REPORT_DIR` at ``target`` (a config's report under
+    :data:`REPORTS_DIR`) with a relative link, replaced at once. A folder an older
+    helixbench wrote there is kept, moved into :data:`REPORTS_DIR`."""
+    link, target = Path(REPORT_DIR), Path(target)
+    relative = os.path.relpath(target, link.parent)
+    if link.is_symlink():
+        if os.readlink(link) == relative:
+            return
+    elif link.exists():
+        kept = Path(REPORTS_DIR) / f"earlier-{int(link.stat().st_mtime)}"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        link.rename(kept)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    new = link.with_name(f".report-{os.getpid()}")
+    new.unlink(missing_ok=True)
+    os.symlink(relative, new)
+    os.replace(new, link)
 
 
 def upstream_path(file) -> str:

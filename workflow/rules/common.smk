@@ -1,4 +1,5 @@
 # Config validation and the helpers that turn the config into targets.
+import hashlib
 import json
 import os
 import shlex
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
+from snakemake_interface_executor_plugins.settings import ExecMode
 from snakemake.sourcecache import LocalSourceFile
 from snakemake.utils import validate
 
@@ -33,7 +35,12 @@ if SRC_DIR is not None:
 
 from helixbench import paths
 from helixbench.benchmarks import question_files
-from helixbench.datasets.fetch import MIRROR_ENV, FetchError, pin_mirror_env, resolve_mirror
+from helixbench.datasets.fetch import (
+    MIRROR_ENV,
+    FetchError,
+    pin_mirror_env,
+    resolve_mirror,
+)
 from helixbench.models.gguf import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
 from helixbench.config.schema import check_config, naming_the_file
@@ -110,6 +117,7 @@ for warning in PLAN.console_warnings():
 wildcard_constraints:
     model=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     method=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    variant=r"[0-9a-f]{8}",
     shard=r"\d+",
     shards=r"\d+",
     env=r"[A-Za-z0-9][A-Za-z0-9._-]*",
@@ -224,22 +232,58 @@ def verbatim(value):
     return param
 
 
+def get_config_json():
+    return json.dumps(config, sort_keys=True)
+
+
+def get_config_sources():
+    """The config files this run merged, in order (config/config.yaml first, as
+    paths from the working directory where they lie under it), and whether
+    --config overrode keys: what the report says it was built from."""
+    files = []
+    for path in CONFIG_FILES:
+        path = Path(path).absolute()
+        inside = path.is_relative_to(Path.cwd())
+        files.append(str(path.relative_to(Path.cwd()) if inside else path))
+    if workflow.config_settings.config:
+        files.append("--config " + ",".join(sorted(workflow.config_settings.config)))
+    return json.dumps(list(dict.fromkeys(files)))
+
+
+# Each config's report in a folder of its own (results/reports/<key>), and
+# results/report a link to the last one run: switching configs reruns no report, and
+# a config run again finds its report as it left it.
+REPORT_OUT = (
+    f"{paths.REPORTS_DIR}/"
+    + hashlib.sha256((get_config_json() + get_config_sources()).encode()).hexdigest()[
+        :12
+    ]
+)
+REPORT_OUT_RUNS = f"{REPORT_OUT}/{Path(paths.REPORT_RUNS_DIR).name}"
+if (
+    not workflow.dryrun
+    and workflow.exec_mode == ExecMode.DEFAULT
+    and Path(REPORT_OUT, "index.html").is_file()
+):
+    paths.show_report(REPORT_OUT)  # (a config run again, with nothing left to do)
+
+
 def print_report_summary():
     """After a successful run that wrote the report: where it is and who leads (the
     report job wrote it)."""
     ending = Path(paths.REPORT_CONSOLE_SUMMARY)
-    if ending.is_file() and Path(paths.REPORT_DIR, "index.html").is_file():
+    if ending.is_file() and Path(REPORT_OUT, "index.html").is_file():
         print(ending.read_text(encoding="utf-8"), end="")
 
 
 def get_run_pages():
     """The report's pages of its runs (one asked for by `all`: a run added to the
     config has none yet, and asking for it is what reruns the report)."""
-    return [f"{paths.REPORT_RUNS_DIR}/{run.model}/{run.method}.js" for run in PLAN.runs]
+    return [f"{REPORT_OUT_RUNS}/{run.model}/{run.method}.js" for run in PLAN.runs]
 
 
 def get_final_output():
-    files = [f"{paths.REPORT_DIR}/{name}" for name in paths.REPORT_FILES]
+    files = [f"{REPORT_OUT}/{name}" for name in paths.REPORT_FILES]
     return files + get_run_pages()
 
 
@@ -251,9 +295,9 @@ def get_report_outputs():
     # folder gets Snakemake's timestamp file): exactly this config's runs.
     outputs = get_run_pages()
     if config.get("report", {}).get("question_scores_csv"):
-        outputs.append(f"{paths.REPORT_DIR}/question_scores.csv")
+        outputs.append(f"{REPORT_OUT}/question_scores.csv")
     for file in paths.REPORT:
-        path = f"{paths.REPORT_DIR}/{file.name}"
+        path = f"{REPORT_OUT}/{file.name}"
         if file.caption:
             caption = f"../report/{file.caption}.rst"
             path = report(path, caption=caption, category=file.category)
@@ -275,7 +319,7 @@ def get_benchmark_files():
 
 
 def get_run(wildcards):
-    return PLAN.find(wildcards.model, wildcards.method)
+    return PLAN.find(wildcards.model, wildcards.method, wildcards.get("variant"))
 
 
 def get_run_spec(wildcards):
@@ -414,21 +458,3 @@ def get_report_inputs():
         files += [paths.RUN_EXPORTS.format(**run.wildcards) for run in PLAN.runs]
     files += [upstream_path(f) for f in PLAN.upstream_files()]
     return list(dict.fromkeys(files))
-
-
-def get_config_json():
-    return json.dumps(config, sort_keys=True)
-
-
-def get_config_sources():
-    """The config files this run merged, in order (config/config.yaml first, as
-    paths from the working directory where they lie under it), and whether
-    --config overrode keys: what the report says it was built from."""
-    files = []
-    for path in CONFIG_FILES:
-        path = Path(path).absolute()
-        inside = path.is_relative_to(Path.cwd())
-        files.append(str(path.relative_to(Path.cwd()) if inside else path))
-    if workflow.config_settings.config:
-        files.append("--config " + ",".join(sorted(workflow.config_settings.config)))
-    return json.dumps(list(dict.fromkeys(files)))

@@ -9,7 +9,7 @@ rule run_shard:
     output:
         paths.RUN_SHARD,
     log:
-        "logs/run/{model}/{method}/shard-{shard}-of-{shards}.log",
+        "logs/run/{model}/{method}/{variant}/shard-{shard}-of-{shards}.log",
     conda:
         get_run_env
     threads: RUN_THREADS

@@ -33,7 +33,7 @@ rule score_run:
         scores=paths.RUN_SCORES,
         judge_calls=paths.RUN_JUDGE_CALLS,
     log:
-        "logs/score/{model}/{method}.log",
+        "logs/score/{model}/{method}/{variant}.log",
     conda:
         ENVS["score"]
     params:

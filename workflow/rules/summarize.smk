@@ -10,7 +10,7 @@ rule summarize_run:
         scores=paths.RUN_SCORE_TABLE,
         details=paths.RUN_DETAILS,
     log:
-        "logs/summarize/{model}/{method}.log",
+        "logs/summarize/{model}/{method}/{variant}.log",
     conda:
         ENVS["report"]
     params:
@@ -30,7 +30,7 @@ rule export_run:
     output:
         directory(paths.RUN_EXPORTS),
     log:
-        "logs/export/{model}/{method}.log",
+        "logs/export/{model}/{method}/{variant}.log",
     conda:
         ENVS["report"]
     params:

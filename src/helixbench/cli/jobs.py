@@ -164,9 +164,11 @@ def report(args) -> None:
     from .. import paths
     from ..report.summary import console_summary
 
+    paths.show_report(args.out_dir)  # results/report: this config's report, from now
     ending = Path(paths.REPORT_CONSOLE_SUMMARY)
     ending.parent.mkdir(parents=True, exist_ok=True)
-    ending.write_text(console_summary(Path(args.out_dir).resolve()) + "\n", encoding="utf-8")
+    shown = Path.cwd() / paths.REPORT_DIR  # (the link a reader opens, not where it points)
+    ending.write_text(console_summary(shown) + "\n", encoding="utf-8")
 
 
 def environment(args) -> None:

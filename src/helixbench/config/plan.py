@@ -16,6 +16,7 @@ from .. import paths
 from ..benchmarks import question_files
 from ..datasets.questions import slugify
 from ..datasets.upstream import UpstreamFile, manifest
+from ..digests import sha256_json
 from ..models import SERVING_SETTINGS, Backend, backend
 from ..paths import upstream_path
 from ..retrieval import corpus_files
@@ -149,8 +150,14 @@ class Run:
         return run_label(self.model, self.method)
 
     @property
+    def variant(self) -> str:
+        """A digest of what shapes the run (its spec): the folder its files lie in, so
+        that two configs that give one name to two runs keep each their own."""
+        return sha256_json(self.spec())[:8]
+
+    @property
     def wildcards(self) -> dict:
-        return {"model": self.model, "method": self.method}
+        return {"model": self.model, "method": self.method, "variant": self.variant}
 
     def shard_paths(self) -> list[str]:
         return [
@@ -308,11 +315,12 @@ class Plan:
                 )
         return lines
 
-    def find(self, model: str, method: str) -> Run:
-        try:
-            return self._by_wildcards[(model, method)]
-        except KeyError:
-            raise KeyError(f"no planned run {model}/{method}") from None
+    def find(self, model: str, method: str, variant: str | None = None) -> Run:
+        """The planned run ``model``/``method`` (of that ``variant``, where given)."""
+        run = self._by_wildcards.get((model, method))
+        if run is None or variant not in (None, run.variant):
+            raise KeyError(f"no planned run {model}/{method}{f'/{variant}' if variant else ''}")
+        return run
 
     def recorded_run(self, recording: str, run_dir: str, task_slug: str) -> RecordedRun:
         try:

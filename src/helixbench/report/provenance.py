@@ -112,12 +112,13 @@ def built_from(prov: dict) -> str:
 def other_runs(plan: Plan) -> list[str]:
     """The runs under ``results/summaries`` that this report leaves out (other configs'
     runs: kept, never deleted)."""
-    ours = {(run.model, run.method) for run in plan.runs}
+    ours = {(run.model, run.method, run.variant) for run in plan.runs}
     others = []
-    for summary in sorted(Path(paths.SUMMARIES_DIR).glob("*/*/summary.json")):
-        model, method = summary.parent.parent.name, summary.parent.name
-        if (model, method) not in ours:
-            others.append(f"{model} / {method}")
+    for summary in sorted(Path(paths.SUMMARIES_DIR).glob("*/*/*/summary.json")):
+        variant = summary.parent
+        model, method = variant.parent.parent.name, variant.parent.name
+        if (model, method, variant.name) not in ours:
+            others.append(f"{model} / {method} ({variant.name})")
     return others
 
 

@@ -1,7 +1,7 @@
 """One run's share of the report, computed in its own job as the run finishes.
 
 ``helixbench summarize`` reads a run's records and scores once and writes, under
-``results/summaries/<model>/<method>/``:
+``results/summaries/<model>/<method>/<variant>/``:
 
 - ``scores.parquet``: its per-question scores (the columns of
   :mod:`.question_scores`), the rows every table of the report is derived from;

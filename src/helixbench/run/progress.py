@@ -287,7 +287,7 @@ def shard_statuses(
 
 def _found_statuses(runs_dir: Path, now: float) -> list[ShardStatus]:
     statuses = []
-    for path in sorted(Path(runs_dir).glob("*/*/shard-*-of-*.jsonl*")):
+    for path in sorted(Path(runs_dir).glob("*/*/*/shard-*-of-*.jsonl*")):
         name = path.name
         if name.endswith(".jsonl"):
             partial = False
@@ -320,7 +320,7 @@ def _found_statuses(runs_dir: Path, now: float) -> list[ShardStatus]:
                     eta = rate * (total - counts.done)
         statuses.append(
             ShardStatus(
-                run=f"{path.parent.parent.name} / {path.parent.name}",
+                run=f"{path.parent.parent.parent.name} / {path.parent.parent.name}",
                 shard=f"{shard} of {shards}",
                 state=state,
                 done=counts.done,
