@@ -160,7 +160,7 @@ def test_brad_on_questions_and_gene_sets_beside_the_other_protocols(mirror, tmp_
     built = marker.stat().st_mtime_ns
     records = [
         json.loads(line)
-        for path in sorted((work / "results" / "runs" / "llm" / "brad").glob("*.jsonl"))
+        for path in sorted((work / "results" / "runs" / "llm" / "brad").glob("*/*.jsonl"))
         for line in path.open()
     ]
     assert len(records) == 2 + 2

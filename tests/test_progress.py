@@ -115,7 +115,9 @@ def test_status_of_a_running_shard_then_killed_then_resumed(mirror, tmp_path):
             "runs": [{"model": "llm", "method": "no-tools", "tasks": ["Gene alias"], "sample": 8}],
         }
         run = build_plan(config, mirror).runs[0]
-        output = tmp_path / "results" / "runs" / "llm" / "no-tools" / "shard-0-of-1.jsonl"
+        output = (
+            tmp_path / "results" / "runs" / "llm" / "no-tools" / "0123abcd" / "shard-0-of-1.jsonl"
+        )
         partial = output.with_name(output.name + ".partial")
         command = [sys.executable, "-m", "helixbench", "run", "--spec", json.dumps(run.spec())]
         command += ["--shard", "0", "--questions", str(questions), "--out", str(output)]

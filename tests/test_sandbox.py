@@ -329,11 +329,11 @@ def _folder_sizes_once(top: Path, seen: list[int]) -> None:
     whole size: a copied-out sparse file holds its holes)."""
     for folder in top.glob("agent-*"):
         size = 0
-        for path in folder.rglob("*"):
-            try:
+        try:
+            for path in folder.rglob("*"):
                 size += path.lstat().st_size if path.is_file() else 0
-            except OSError:
-                pass
+        except OSError:  # (removed as it was walked: the question ended)
+            pass
         seen.append(size)
 
 
