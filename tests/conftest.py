@@ -56,8 +56,14 @@ def pytest_collection_modifyitems(config, items):
 def planned_run(config: dict, mirror: Path | None, model: str, method: str):
     """The run ``model``/``method`` as the workflow plans it for ``config`` (its files'
     paths: ``shard_paths()``, ``score_path``, ``wildcards``)."""
+    import copy
+
+    from snakemake.utils import validate
+
     from helixbench.config import build_plan
 
+    config = copy.deepcopy(config)
+    validate(config, str(REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"))  # defaults
     return build_plan(config, mirror).find(model, method)
 
 
