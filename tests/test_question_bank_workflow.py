@@ -42,7 +42,21 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
             "shards": 1,
             "tools": {"mode": "offline"},
             "models": {"oracle": model(oracle, "chat"), "echo": model(echo, "completions")},
+            "methods": {  # LAB-Bench with and without tools, as lab-bench-tools.yaml asks it
+                "lab-bench": {"kind": "no-tools", "choices": "futurehouse"},
+                "lab-bench-ncbi": {
+                    "kind": "function-calling",
+                    "choices": "futurehouse",
+                    "demonstrations": False,
+                },
+            },
             "runs": [
+                {
+                    "model": "oracle",
+                    "methods": ["lab-bench", "lab-bench-ncbi"],
+                    "benchmarks": ["labbench-seqqa"],
+                    "sample": 1,
+                },
                 {
                     "model": "oracle",
                     "method": "no-tools",
@@ -62,7 +76,11 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
         assert done.returncode == 0, done.stderr[-3000:]
         # One sample question of 9 + 16 + 15 tasks; the five BioRAGent tasks that copy
         # GeneTuring's take its sampled questions: asked once, scored for both.
-        asked = [body["messages"][-1]["content"] for _, body, _ in oracle.state.received]
+        asked = [
+            body["messages"][-1]["content"]
+            for _, body, _ in oracle.state.received
+            if "[ANSWER]" not in json.dumps(body)  # (LAB-Bench's, below)
+        ]
         assert len(asked) == 9 + 16 + 15 - 5
         assert len(set(asked)) == len(asked)  # each once
 
@@ -119,6 +137,26 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
     assert records >= 9 + 16 + 15 - 5 and f">oracle / no-tools ({records})</option>" in html
     # The QA leaderboard keeps to GeneTuring and GeneHop.
     assert {r["benchmark"] for r in read_csv(report / "leaderboard.csv")} == {"geneturing"}
+    # LAB-Bench with and without tools: its leaderboard with intervals, who wins (tools
+    # against its no-tools baseline) and the protocols side by side with their test.
+    seqqa = board["oracle / lab-bench-ncbi", "labbench-seqqa"]
+    assert int(seqqa["answers"]) >= 10 and seqqa["ci_low"] and seqqa["ci_high"]
+    (tools,) = [r for r in read_csv(report / "headline.csv") if r["benchmark"] == "labbench-seqqa"]
+    assert {tools["run_a"], tools["run_b"]} == {"oracle / lab-bench-ncbi", "oracle / lab-bench"}
+    assert int(tools["n"]) >= 10 and -1 <= float(tools["ci_low"]) <= float(tools["ci_high"]) <= 1
+    protocols = [
+        r for r in read_csv(report / "protocols.csv") if r["benchmark"] == "labbench-seqqa"
+    ]
+    assert {r["protocol"] for r in protocols} == {"function calling", "no tools"}
+    assert all(r["ci_low"] for r in protocols)
+    tests = read_csv(report / "protocol_tests.csv")
+    assert [r["benchmark"] for r in tests] == ["labbench-seqqa"]
+    for row in [*read_csv(report / "headline.csv"), *read_csv(report / "leaderboard.csv")]:
+        if row["ci_low"]:  # within what a score (or a difference) can be, never a point on few
+            low, high = float(row["ci_low"]), float(row["ci_high"])
+            assert (-1 if "difference" in row else 0) <= low <= high <= 1, row
+            assert int(row.get("n") or row.get("answers") or 99) >= 10 or low < high, row
+    assert "Who wins" in html and "labbench-seqqa" in html
 
 
 def test_plan_lists_the_new_tasks_with_their_counts_and_the_overlap(mirror, tmp_path):

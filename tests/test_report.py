@@ -28,6 +28,19 @@ def _record(qid, error=None, calls=()):
     return {"question_id": qid, "error": error, "events": events, "wall_s": 1.0}
 
 
+def _index(scores: dict, benchmark: str):
+    """A ScoreIndex of {(run, task, metric): {question: score}} on ``benchmark``."""
+    from helixbench.report.records import ScoreIndex
+
+    rows = [
+        {"question_id": q, "run": run, "benchmark": benchmark, "task": task,
+         "metric": metric, "score": score}
+        for (run, task, metric), of in scores.items()
+        for q, score in of.items()
+    ]  # fmt: skip
+    return ScoreIndex(pd.DataFrame(rows))
+
+
 def test_cost_table_keeps_cached_calls_apart_with_their_original_latency():
     plan = _plan()
     alias, snp = plan.tasks
@@ -320,7 +333,7 @@ def test_one_models_protocols_side_by_side_with_macro_weighted_paired_tests():
         {"run": ["a / genegpt-slim", "a / fc", "a / bare"], "benchmark": "geneturing",
          "macro": [0.0, 0.5, 0.0]}
     )  # fmt: skip
-    tests = protocol_tests(plan, scores, protocols)
+    tests = protocol_tests(plan, _index(scores, "geneturing"), protocols)
     assert {(r.run_a, r.run_b) for r in tests.itertuples()} == {
         ("a / genegpt-slim", "a / fc"),
         ("a / genegpt-slim", "a / bare"),
@@ -400,7 +413,8 @@ def test_the_headline_compares_best_with_next_and_each_model_with_its_no_tools_b
     board = pd.DataFrame(
         {"benchmark": "geneturing", "run": ["a / function-calling", "b / function-calling"]}
     )
-    rows = headline_table(plan, index, board, pd.DataFrame()).to_dict("records")
+    rows = headline_table(plan, _index(index, "geneturing"), board, pd.DataFrame())
+    rows = rows.to_dict("records")
     assert [(r["comparison"], r["run_a"], r["run_b"]) for r in rows] == [
         ("best vs next", "a / function-calling", "b / function-calling"),
         ("vs its no-tools baseline", "a / function-calling", "a / no-tools"),

@@ -58,7 +58,7 @@ def test_drawn_once_the_statistics_are_those_of_drawing_each_anew():
     scores and graded ones."""
     import numpy as np
 
-    from helixbench.stats import bootstrap_macro, bootstrap_mean, paired_test
+    from helixbench.stats import MIN_QUESTIONS, bootstrap_macro, bootstrap_mean, paired_test
 
     def interval(groups):
         rng = np.random.default_rng(0)
@@ -83,9 +83,11 @@ def test_drawn_once_the_statistics_are_those_of_drawing_each_anew():
         }
         first = groups["t0"]
         mean = bootstrap_mean(first)
-        assert (mean.low, mean.high) == interval({"t0": first})
+        few = first.size < MIN_QUESTIONS  # (then no interval: too few to tell)
+        assert (mean.low, mean.high) == ((None, None) if few else interval({"t0": first}))
         macro = bootstrap_macro(groups)
-        assert (macro.low, macro.high) == interval(groups)
+        few = sum(v.size for v in groups.values()) < MIN_QUESTIONS
+        assert (macro.low, macro.high) == ((None, None) if few else interval(groups))
         other = rng.random(first.size) if graded else rng.integers(0, 2, first.size) * 1.0
         a = {str(i): v for i, v in enumerate(first)}
         b = {str(i): v for i, v in enumerate(other)}
@@ -93,3 +95,23 @@ def test_drawn_once_the_statistics_are_those_of_drawing_each_anew():
         diffs = np.array([a[q] - b[q] for q in shared])
         if diffs.any():
             assert paired_test(a, b).p_value == p_value(diffs)
+
+
+def test_no_interval_says_more_than_its_questions_can():
+    """Below the stated minimum no interval is given (a point on one question per task
+    is no evidence); a difference's interval never leaves [-1, 1], however few its
+    shared questions or however lopsided its scores."""
+    from helixbench.stats import MIN_QUESTIONS, paired_interval
+
+    one_each = bootstrap_macro({f"t{i}": [float(i == 0)] for i in range(9)})
+    assert (one_each.mean, one_each.low, one_each.high) == (1 / 9, None, None)
+    few = paired_interval({"a": 1.0, "b": 1.0}, {"a": 0.0, "b": 0.0})
+    assert (few.mean, few.low, few.high, few.n) == (1.0, None, None, 2)
+    for n in (MIN_QUESTIONS, 12, 40):
+        a = {str(i): 1.0 for i in range(n)}
+        b = {str(i): float(i == 0) for i in range(n)}
+        interval = paired_interval(a, b)
+        assert -1 <= interval.low <= interval.mean <= interval.high <= 1, interval
+        assert interval.low > 0  # (all but one right against wrong: told apart)
+    flat = bootstrap_mean([0.0] * MIN_QUESTIONS)
+    assert (flat.low, flat.high) == (0.0, 0.0)  # (enough questions: all wrong is told)

@@ -8,6 +8,14 @@ per-question differences: under "no difference" each difference is as likely
 negated; :func:`holm` corrects a family of such tests for multiplicity. Every
 function takes a seed, so an interval is the same on every rerun.
 
+An interval stays within what its statistic can be: a score in [0, 1], a difference
+of two in [-1, 1] (the bootstrap's never leaves its values' range; the inverted test
+is bounded so). And below :data:`MIN_QUESTIONS` questions (shared ones, for two runs)
+no interval is given (its bounds None): on so few a bootstrap's interval shrinks to
+a point exactly where the evidence is thinnest, and a sign-flip test cannot reject
+anything, so its interval would be the whole range. The report says "too few
+questions to tell" there.
+
 Array speed: the draws depend only on the seed and the sizes, so they are made once
 per (sizes, seed) and kept (:func:`_draws`, :func:`_signs`), and the statistics are
 array operations on them. Where the values are whole numbers (right/wrong scores and
@@ -26,6 +34,11 @@ from functools import lru_cache
 import numpy as np
 
 RESAMPLES = 10_000
+# The fewest questions an interval is given on (ten: the sign-flip test can reject at
+# 5% from six on, and a bootstrap of fewer than ten right/wrong answers has only a
+# handful of distinct means to take percentiles of).
+MIN_QUESTIONS = 10
+TOO_FEW = f"too few questions to tell (fewer than {MIN_QUESTIONS})"
 
 
 @lru_cache(maxsize=16)
@@ -69,9 +82,14 @@ def _percentiles(samples: np.ndarray, confidence: float) -> tuple[float, float]:
 @dataclass(frozen=True)
 class Interval:
     mean: float
-    low: float
-    high: float
+    low: float | None  # None: fewer than MIN_QUESTIONS questions, too few to tell
+    high: float | None
     n: int
+
+    @property
+    def told(self) -> bool:
+        """Whether the interval was given (enough questions)."""
+        return self.low is not None
 
 
 def bootstrap_mean(
@@ -81,6 +99,8 @@ def bootstrap_mean(
     data = np.asarray(list(values), dtype=float)
     if data.size == 0:
         raise ValueError("no values to bootstrap")
+    if data.size < MIN_QUESTIONS:
+        return Interval(float(data.mean()), None, None, int(data.size))
     (means,) = _resample_means([data], resamples, seed)
     low, high = _percentiles(means, confidence)
     return Interval(float(data.mean()), low, high, int(data.size))
@@ -100,10 +120,13 @@ def bootstrap_macro(
     for task, values in zip(tasks, data, strict=True):
         if values.size == 0:
             raise ValueError(f"task {task!r} has no scores")
+    mean = float(np.mean([np.mean(per_task[t]) for t in per_task]))
+    n = sum(len(v) for v in per_task.values())
+    if n < MIN_QUESTIONS:
+        return Interval(mean, None, None, n)
     macros = np.mean(_resample_means(data, resamples, seed), axis=0)
     low, high = _percentiles(macros, confidence)
-    mean = float(np.mean([np.mean(per_task[t]) for t in per_task]))
-    return Interval(mean, low, high, sum(len(v) for v in per_task.values()))
+    return Interval(mean, low, high, n)
 
 
 @dataclass(frozen=True)
@@ -151,10 +174,13 @@ def paired_interval(
     confidence: float = 0.95,
     resamples: int = RESAMPLES,
     seed: int = 0,
+    span: float = 1.0,
 ) -> Interval:
     """The differences (a - b, weighted as :func:`paired_test` weighs them) that the
     same sign-flip test does not reject at ``1 - confidence``: the test inverted, so
     the interval leaves out 0 exactly when the test's p-value is at most that level.
+    Bounded by what a difference can be (``span``: scores in [0, 1] differ by at most
+    1); none below :data:`MIN_QUESTIONS` shared questions.
 
     For a shift ``d`` the test flips the signs of the shifted differences: with the
     sign matrix ``S`` and the scaled differences ``x`` (weights ``c``), the flipped
@@ -167,10 +193,12 @@ def paired_interval(
     if weights is not None:
         w = np.array([weights[q] for q in shared], dtype=float)
         scale = w * w.size / w.sum()
+    mean = float((diffs * scale).mean())
+    if diffs.size < MIN_QUESTIONS:
+        return Interval(mean, None, None, len(shared))
     signs = _signs(diffs.size, resamples, seed)
     flipped_x = signs @ (diffs * scale) / diffs.size
     flipped_c = signs @ scale / diffs.size
-    mean = float((diffs * scale).mean())
     alpha = 1 - confidence
 
     def rejected(shift: float) -> bool:
@@ -188,7 +216,8 @@ def paired_interval(
         return inner
 
     reach = float(np.abs(diffs).max()) + 1.0  # past every difference: rejected
-    return Interval(mean, bound(mean - reach), bound(mean + reach), len(shared))
+    low, high = max(bound(mean - reach), -span), min(bound(mean + reach), span)
+    return Interval(mean, low, high, len(shared))
 
 
 def holm(p_values: list[float]) -> list[float]:

@@ -67,6 +67,8 @@ def compare(args) -> None:
 
         _, plan = config_and_plan(args)
         table = question_score_table(plan, load_scores(plan), "")
+    from ..report.text import NO_INTERVAL
+
     rows = compare_two(table, args.a, args.b)
     print("benchmark\ttask\tmetric\tn\ta\tb\ta-b\t95% interval\tp")
 
@@ -74,10 +76,12 @@ def compare(args) -> None:
         return f"{round(x, 4) + 0.0:+.4f}"
 
     for r in rows:
+        interval = f"[{signed(r['ci_low'])}, {signed(r['ci_high'])}]"
+        if r["ci_low"] is None or r["ci_low"] != r["ci_low"]:  # (None or NaN)
+            interval = f"({NO_INTERVAL})"
         print(
             f"{r['benchmark']}\t{r['task']}\t{r['metric']}\t{r['n']}\t{r['score_a']:.4f}"
-            f"\t{r['score_b']:.4f}\t{signed(r['difference'])}"
-            f"\t[{signed(r['ci_low'])}, {signed(r['ci_high'])}]\t{r['p_value']:.4f}"
+            f"\t{r['score_b']:.4f}\t{signed(r['difference'])}\t{interval}\t{r['p_value']:.4f}"
         )
     print(
         "(a macro row is the report's headline for the pair: the difference of macro "

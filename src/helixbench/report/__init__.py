@@ -105,7 +105,7 @@ def write_report(
     taxonomy = joined_rows(plan, summaries, "taxonomy")
     board = leaderboard(plan, summary, scores)
     geneset_board = geneset_leaderboard(plan, summary, scores)
-    protocols = protocol_table(plan, summary, facts)
+    protocols = protocol_table(plan, summary, facts, bank_board)
     pairs = asked_pairs(plan, summary)
     csv_tables = {  # each written as <name>.csv
         "scores": summary,
@@ -124,7 +124,7 @@ def write_report(
         "ablation": ablation_table(plan, summary),
         "leaderboard": board,
         "genesets_leaderboard": geneset_board,
-        "headline": headline_table(plan, index, board, geneset_board),
+        "headline": headline_table(plan, index, board, geneset_board, bank_board),
         "imports": import_table(plan, questions),
         "agents": with_shared_prompts(joined_rows(plan, summaries, "agents"), summaries),
         "genesets": geneset_table(plan, summary, facts),

@@ -242,16 +242,7 @@ def _eee_files(summary, card, identity, benchmark, rows, records, scores, questi
                 },
                 "score_details": {
                     "score": float(row.score),
-                    "uncertainty": {
-                        "confidence_interval": {
-                            "lower": float(row.ci_low),
-                            "upper": float(row.ci_high),
-                            "confidence_level": 0.95,
-                            "method": "percentile bootstrap over questions (seed 0)",
-                        },
-                        "num_samples": int(row.n),
-                        "num_bootstrap_samples": 10_000,
-                    },
+                    "uncertainty": _uncertainty(row),
                 },
             }
         )
@@ -349,6 +340,21 @@ def _eee_files(summary, card, identity, benchmark, rows, records, scores, questi
     path = out / folder / f"{run_id}.json"
     path.write_text(json.dumps(aggregate, indent=1) + "\n")
     return path
+
+
+def _uncertainty(row) -> dict:
+    """A score's interval as Every Eval Ever states one; on too few questions (no
+    interval: helixbench.stats.MIN_QUESTIONS) only the count."""
+    found = {"num_samples": int(row.n)}
+    if pd.isna(row.ci_low) or pd.isna(row.ci_high):
+        return found
+    interval = {
+        "lower": float(row.ci_low),
+        "upper": float(row.ci_high),
+        "confidence_level": 0.95,
+        "method": "percentile bootstrap over questions (seed 0)",
+    }
+    return {"confidence_interval": interval, **found, "num_bootstrap_samples": 10_000}
 
 
 def _last_assistant(messages: list[dict]) -> int:

@@ -11,7 +11,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+from .text import NO_INTERVAL  # noqa: E402
 
 FORMATS = ("png", "svg")
 FIGURES = ("leaderboard", "ablation", "percentile", "robustness")
@@ -55,7 +58,7 @@ def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
         return _save(_empty("no run with a macro score"), out_dir, "leaderboard")
     data = data[data["rank"] <= TOP_RUNS]
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.62 * len(data) + 0.9))
-    y = list(range(len(data)))
+    y = np.arange(len(data))
     ax.barh(
         y,
         data.extracted,
@@ -64,10 +67,11 @@ def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
         hatch=["//" if imported else "" for imported in data.imported],
         edgecolor="white",
     )
+    told = data.ci_low.notna().to_numpy()  # (no interval on too few questions)
     ax.errorbar(
-        data.extracted,
-        y,
-        xerr=[data.extracted - data.ci_low, data.ci_high - data.extracted],
+        data.extracted[told],
+        y[told],
+        xerr=[(data.extracted - data.ci_low)[told], (data.ci_high - data.extracted)[told]],
         fmt="none",
         ecolor="black",
         capsize=3,
@@ -75,7 +79,8 @@ def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
     ax.scatter(data.genegpt, y, marker="|", s=150, color="#dd8452", label="upstream", zorder=3)
     for row, at in zip(data.itertuples(), y, strict=True):
         covers = f", {row.tasks} of {row.benchmark_tasks} tasks" if row.partial else ""
-        label = f"#{row.rank} {row.run} ({row.benchmark}{covers})"
+        unsure = f"; {NO_INTERVAL}" if pd.isna(row.ci_low) else ""
+        label = f"#{row.rank} {row.run} ({row.benchmark}{covers}{unsure})"
         ax.text(0, at - 0.3, label, fontsize=9, va="bottom")
     ax.set_yticks([])
     ax.set_ylim(len(data) - 0.5, -0.95)

@@ -1,14 +1,17 @@
 """The report's first answer: per benchmark, who wins and by how much.
 
-For each leaderboard (the question-answering benchmarks, the gene sets) the pairs a
-reader compares first: the best run against the next, and each model's runs against
-its own no-tools baseline (``no-tools`` on questions, ``closed-book`` on gene sets).
-Each pair is compared on the questions both answered, by the leaderboard's metric: the
-difference of macro scores (each task counts once), the p-value of a sign-flip
-permutation test, and the interval of differences that test does not reject at 5%
-(the test inverted). The test decides the sentence, and the interval cannot
-contradict it: it leaves out 0 exactly when p <= 0.05. A pair with no question in
-common is named, and why it is not compared.
+For each leaderboard (the question-answering benchmarks, the gene sets, each of the
+question bank's benchmarks) the pairs a reader compares first: the best run against
+the next, and each model's runs against its own no-tools baseline (``no-tools`` on
+questions, ``closed-book`` on gene sets): with tools against without. Each pair is
+compared on the questions both answered, by the leaderboard's metric (the question
+bank's: each task's primary score): the difference of macro scores (each task counts
+once), the p-value of a sign-flip permutation test, and the interval of differences
+that test does not reject at 5% (the test inverted), within what a difference can be
+([-1, 1]). The test decides the sentence, and the interval cannot contradict it: it
+leaves out 0 exactly when p <= 0.05. Below :data:`helixbench.stats.MIN_QUESTIONS`
+shared questions the sentence says there are too few to tell, and no interval is
+given. A pair with no question in common is named, and why it is not compared.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ..config.plan import Plan
+from ..stats import MIN_QUESTIONS
 from .comparisons import BASELINE_KINDS
 from .leaderboard import GENESETS, encoders_of
-from .protocols import metric_of
+from .protocols import board_metric
 from .records import ScoreIndex, macro_difference_interval, macro_paired_test, paired_by_task
 from .scores import ROUND
 
@@ -84,10 +88,17 @@ def _pairs(plan: Plan, ranked: list[str], benchmark: str) -> list[tuple[str, str
 
 
 def headline_table(
-    plan: Plan, index: ScoreIndex, board: pd.DataFrame, geneset_board: pd.DataFrame
+    plan: Plan,
+    index: ScoreIndex,
+    board: pd.DataFrame,
+    geneset_board: pd.DataFrame,
+    bank_board: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per pair a reader compares, per benchmark (leaderboard order)."""
     boards = [(b, list(board[board.benchmark == b].run)) for b in dict.fromkeys(board.benchmark)]
+    if bank_board is not None and not bank_board.empty:  # (best first within a benchmark)
+        for benchmark in dict.fromkeys(bank_board.benchmark):
+            boards.append((benchmark, list(bank_board[bank_board.benchmark == benchmark].run)))
     if not geneset_board.empty:  # ranked within the runs on the same sets: the best's
         best = geneset_board.compared_on.iloc[0]
         ranked = list(geneset_board[geneset_board.compared_on == best].run)
@@ -99,7 +110,8 @@ def headline_table(
     for benchmark, ranked in boards:
         tasks = list(dict.fromkeys(t.task for t in plan.tasks if t.benchmark == benchmark))
         for comparison, a, b in _pairs(plan, ranked, benchmark):
-            paired = paired_by_task(index, a, b, tasks, metric_of(benchmark))
+            of_benchmark = index.for_benchmark(benchmark)
+            paired = paired_by_task(of_benchmark, a, b, tasks, board_metric(plan, benchmark))
             if not paired:  # said, not left out: the reader asks why
                 rows.append(
                     {"benchmark": benchmark, "comparison": comparison, "run_a": a, "run_b": b,
@@ -120,9 +132,9 @@ def headline_table(
                     "run_b": b,
                     "macro_a": round(macro_a, ROUND),
                     "macro_b": round(macro_b, ROUND),
-                    "difference": round(interval.mean, ROUND),
-                    "ci_low": round(interval.low, ROUND),
-                    "ci_high": round(interval.high, ROUND),
+                    "difference": round(interval.mean, ROUND) + 0.0,  # (no -0.0)
+                    "ci_low": round(interval.low, ROUND) + 0.0 if interval.told else None,
+                    "ci_high": round(interval.high, ROUND) + 0.0 if interval.told else None,
                     "p_value": round(test.p_value, 4),
                     "n": test.n,
                     "tasks": len(paired),
@@ -139,7 +151,13 @@ def headline_sentence(row: dict, fmt) -> str:
     if _said(row.get("note")):
         return f"{row['run_a']} and {row['run_b']}: {row['note']} ({row['comparison']})"
     d, low, high, p = row["difference"], row["ci_low"], row["ci_high"], row["p_value"]
-    if p <= ALPHA and d > 0:
+    n, tasks = int(row["n"]), int(row["tasks"])
+    if n < MIN_QUESTIONS:
+        verdict = (
+            f"{row['run_a']} and {row['run_b']} differ by {fmt(d)} on too few shared questions "
+            f"to tell (fewer than {MIN_QUESTIONS})"
+        )
+    elif p <= ALPHA and d > 0:
         verdict = f"{row['run_a']} is ahead of {row['run_b']} by {fmt(d)} [{fmt(low)}, {fmt(high)}]"
     elif p <= ALPHA and d < 0:
         verdict = (
@@ -150,7 +168,6 @@ def headline_sentence(row: dict, fmt) -> str:
             f"{row['run_a']} and {row['run_b']} differ by {fmt(d)} [{fmt(low)}, {fmt(high)}], "
             "which the test does not tell from no difference"
         )
-    n, tasks = int(row["n"]), int(row["tasks"])
     scored = f"; embedding similarity by {row['scored_by']}" if _said(row.get("scored_by")) else ""
     return (
         f"{verdict} ({row['comparison']}; p = {fmt(p)}; macro {fmt(row['macro_a'])} vs "

@@ -14,7 +14,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup, escape
 
-from .text import bounded, fmt, fmt_frame
+from .text import bounded, fmt, fmt_frame, fmt_interval
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -48,7 +48,7 @@ def write_html(out: Path, context: dict) -> None:
         undefined=jinja2.StrictUndefined,
         trim_blocks=False,
     )
-    html = env.get_template("report.html.j2").render(fmt=fmt, **context)
+    html = env.get_template("report.html.j2").render(fmt=fmt, fmt_interval=fmt_interval, **context)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(out)

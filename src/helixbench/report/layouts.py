@@ -12,7 +12,7 @@ from ..scoring import scorers_for
 from .paper import TABLE2_MODULES, TABLE3, published
 from .records import primary_metric
 from .scores import ROUND, _recording
-from .text import as_published, fmt, fmt_interval
+from .text import as_published, fmt, fmt_bracket, fmt_interval
 
 FULL = PRESETS["genegpt-full"]  # the prompt Figure 2's changes are measured against
 
@@ -28,8 +28,8 @@ def table2(
     def cell(hit) -> str:
         if not hit:
             return "n/a"
-        if intervals and not pd.isna(hit.ci_low):
-            return f"{fmt(hit.score)} [{fmt(hit.ci_low)}, {fmt(hit.ci_high)}]"
+        if intervals:
+            return f"{fmt(hit.score)} {fmt_bracket(hit.ci_low, hit.ci_high)}"
         return fmt(hit.score)
 
     runs = list(dict.fromkeys(t.label for t in plan.tasks if t.benchmark == "geneturing"))

@@ -74,8 +74,8 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
                 hit = sel[sel.metric == metric]
                 row[metric] = float(hit.score.iloc[0]) if not hit.empty else None
                 if metric == "extracted":
-                    row["ci_low"] = float(hit.ci_low.iloc[0]) if not hit.empty else None
-                    row["ci_high"] = float(hit.ci_high.iloc[0]) if not hit.empty else None
+                    row["ci_low"] = _bound(hit.ci_low) if not hit.empty else None
+                    row["ci_high"] = _bound(hit.ci_high) if not hit.empty else None
                     row["tasks"] = int(hit.n.iloc[0]) if not hit.empty else 0
             rows.append(row)
     table = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
@@ -83,6 +83,12 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
         ["benchmark", "extracted", "genegpt"], ascending=[False, False, False], na_position="last"
     )
     return ranked(table, "benchmark")
+
+
+def _bound(column: pd.Series) -> float | None:
+    """An interval's bound from its row (None where too few questions gave none)."""
+    value = column.iloc[0]
+    return None if value is None or pd.isna(value) else float(value)
 
 
 def macro_rows(summary: pd.DataFrame) -> dict[tuple[str, str, str], pd.DataFrame]:
@@ -150,8 +156,8 @@ def geneset_leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame)
         for metric in ("embedding", "rougeL"):
             hit = sel[(sel.task == "macro") & (sel.metric == metric)]
             row[metric] = float(hit.score.iloc[0]) if not hit.empty else None
-            row[f"{metric}_ci_low"] = float(hit.ci_low.iloc[0]) if not hit.empty else None
-            row[f"{metric}_ci_high"] = float(hit.ci_high.iloc[0]) if not hit.empty else None
+            row[f"{metric}_ci_low"] = _bound(hit.ci_low) if not hit.empty else None
+            row[f"{metric}_ci_high"] = _bound(hit.ci_high) if not hit.empty else None
         per_set = sel[(sel.task != "macro") & (sel.metric == "embedding")]
         row["datasets"], row["sets"] = len(tasks), int(per_set.n.sum())
         row["compared_on"] = f"{', '.join(t.task for t in tasks)} ({row['sets']} sets)"

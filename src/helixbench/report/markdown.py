@@ -9,7 +9,7 @@ from .genesets import _genesets_markdown
 from .headline import HEADLINE_METHOD, headline_sentence
 from .leaderboard import encoders_of
 from .provenance import built_from
-from .text import fmt, md_escape, md_table
+from .text import fmt, fmt_bracket, md_escape, md_table
 
 # An imported source's fields that the config supplies (escaped: text, not markup).
 FREE_TEXT = ("model", "prompt", "cite", "commit", "source", "evaluator", "claimed_where")
@@ -98,7 +98,7 @@ def _geneset_board_text(board: pd.DataFrame) -> str:
             "run": board.run,
             **{
                 column: [
-                    f"{fmt(v)} [{fmt(lo)}, {fmt(hi)}]"
+                    f"{fmt(v)} {fmt_bracket(lo, hi)}"
                     for v, lo, hi in zip(
                         board[m], board[f"{m}_ci_low"], board[f"{m}_ci_high"], strict=True
                     )
@@ -117,7 +117,7 @@ def _protocols_text(protocols: pd.DataFrame) -> str:
     intervals = zip(protocols.ci_low, protocols.ci_high, strict=True)
     shown = protocols.assign(
         macro=protocols.macro.map(fmt),
-        ci_low=[f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in intervals],
+        ci_low=[fmt_bracket(lo, hi) for lo, hi in intervals],
     ).rename(columns={"ci_low": "interval"})
     return md_table(shown.drop(columns="ci_high"))
 
@@ -163,7 +163,7 @@ def _leaderboard_text(board: pd.DataFrame) -> str:
     intervals = zip(board.ci_low, board.ci_high, strict=True)
     shown = board.assign(
         run=[r + " ‡" * part for r, part in zip(board.run, board.partial, strict=True)],
-        interval=[f"[{fmt(lo)}, {fmt(hi)}]" for lo, hi in intervals],
+        interval=[fmt_bracket(lo, hi) for lo, hi in intervals],
         tasks=[f"{t} of {n}" for t, n in zip(board.tasks, board.benchmark_tasks, strict=True)],
     )[["rank", "run", "benchmark", "imported", "extracted", "interval", "genegpt", "strict",
        "badly_formatted", "answers", "tasks"]]  # fmt: skip

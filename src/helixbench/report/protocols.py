@@ -5,10 +5,11 @@ tools (on gene sets: closed book), on the same questions; and each seed system r
 unchanged (GeneGPT's main.py, GeneAgent's cascade, BRAD-Agent: ``kind: agent`` with
 an ``original``) beside helixbench's re-implementation of it.
 
-A model appears when it ran at least two protocols on a benchmark (GeneTuring,
-GeneHop or the gene sets). Each row is a run on a benchmark: its macro score on the
-benchmark's leaderboard metric (extracted answers; for gene sets, embedding
-similarity to the curated name) with its interval, and what the protocol cost: tool
+A model appears when it ran at least two protocols on a benchmark (any benchmark:
+GeneTuring, GeneHop, the gene sets, the question bank's). Each row is a run on a
+benchmark: its macro score on the benchmark's leaderboard metric (extracted answers;
+for gene sets, embedding similarity to the curated name; for the question bank's,
+each task's primary score) with its interval, and what the protocol cost: tool
 calls, tool errors, tokens and seconds per question, and the questions that ended
 in an error (the loop's cap, a context overflow, a model error). Each test pairs two
 of one model's protocol runs on the questions both answered, weighting each
@@ -25,7 +26,7 @@ from ..config.plan import Plan, RunTask
 from ..methods.originals import ORIGINALS
 from ..stats import holm
 from .leaderboard import GENESETS, macro_rows
-from .records import ScoreIndex, macro_paired_test, paired_by_task
+from .records import ScoreIndex, macro_paired_test, paired_by_task, primary_metric
 from .scores import ROUND
 
 # The method kinds compared, by the protocol each uses for tools or documents.
@@ -57,6 +58,14 @@ def protocol_of(run) -> str | None:
 
 def metric_of(benchmark: str) -> str:
     return METRICS.get(benchmark, QA_METRIC)
+
+
+def board_metric(plan: Plan, benchmark: str):
+    """The metric a benchmark's leaderboard ranks by, as :func:`paired_by_task` takes
+    it: a name, or for the question bank's benchmarks each task's primary scorer."""
+    if benchmark in BANK:
+        return lambda task: primary_metric(plan, task)
+    return metric_of(benchmark)
 
 
 PROTOCOL_COLUMNS = [
@@ -97,21 +106,29 @@ def protocol_runs(plan: Plan) -> dict[tuple[str, str], list]:
         if protocol_of(run) is None or run.imported:
             continue
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
-            if benchmark not in BANK:  # their leaderboard metric scores only some tasks
-                found.setdefault((run.model, benchmark), []).append(run)
+            found.setdefault((run.model, benchmark), []).append(run)
     return {key: runs for key, runs in found.items() if len({protocol_of(r) for r in runs}) >= 2}
 
 
-def protocol_table(plan: Plan, summary: pd.DataFrame, facts: dict[RunTask, dict]) -> pd.DataFrame:
+def protocol_table(
+    plan: Plan,
+    summary: pd.DataFrame,
+    facts: dict[RunTask, dict],
+    bank_board: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """One row per protocol run and benchmark; ``facts``: each task's counts of its
-    records (:func:`helixbench.report.run_summary.task_facts`)."""
+    records (:func:`helixbench.report.run_summary.task_facts`); ``bank_board``: the
+    question bank's leaderboards (their macro is of each task's primary score)."""
     rows = []
     macros = macro_rows(summary)
     for (model, benchmark), runs in protocol_runs(plan).items():
         for run in runs:
             of_run = [facts[t] for t in run.tasks if t.benchmark == benchmark]
-            macro = macros.get((run.model, run.method, benchmark), summary.iloc[:0])
-            macro = macro[macro.metric == metric_of(benchmark)]
+            if benchmark in BANK:
+                macro = _bank_macro(bank_board, run.label, benchmark)
+            else:
+                macro = macros.get((run.model, run.method, benchmark), summary.iloc[:0])
+                macro = macro[macro.metric == metric_of(benchmark)]
             n = sum(f["questions"] for f in of_run)
             tool_calls = sum(f["tool_calls"] for f in of_run)
             tokens = sum(f["tokens"] for f in of_run)
@@ -121,7 +138,7 @@ def protocol_table(plan: Plan, summary: pd.DataFrame, facts: dict[RunTask, dict]
                     "benchmark": benchmark,
                     "protocol": protocol_of(run),
                     "run": run.label,
-                    "metric": metric_of(benchmark),
+                    "metric": "primary" if benchmark in BANK else metric_of(benchmark),
                     "macro": _first(macro, "score"),
                     "ci_low": _first(macro, "ci_low"),
                     "ci_high": _first(macro, "ci_high"),
@@ -150,7 +167,9 @@ def protocol_tests(plan: Plan, scores: ScoreIndex, protocols: pd.DataFrame) -> p
         )
         for i, a in enumerate(runs):
             for b in runs[i + 1 :]:
-                paired = paired_by_task(scores, a.label, b.label, tasks, metric_of(benchmark))
+                metric = board_metric(plan, benchmark)
+                of_benchmark = scores.for_benchmark(benchmark)
+                paired = paired_by_task(of_benchmark, a.label, b.label, tasks, metric)
                 if not paired:
                     continue
                 test = macro_paired_test(paired)
@@ -185,5 +204,17 @@ def _best_per_protocol(runs: list, protocols: pd.DataFrame) -> list:
     return [run for run in runs if run in best.values()]
 
 
+def _bank_macro(board: pd.DataFrame | None, run: str, benchmark: str) -> pd.DataFrame:
+    """A run's macro on a question-bank benchmark as the scores table holds a macro
+    (``score``, ``ci_low``, ``ci_high``), from its leaderboard."""
+    if board is None or board.empty:
+        return pd.DataFrame(columns=["score", "ci_low", "ci_high"])
+    hit = board[(board.run == run) & (board.benchmark == benchmark)]
+    return hit.rename(columns={"macro": "score"})[["score", "ci_low", "ci_high"]]
+
+
 def _first(frame: pd.DataFrame, column: str):
-    return float(frame[column].iloc[0]) if not frame.empty else None
+    """The first row's value (None where there is none, or no interval was given)."""
+    if frame.empty or pd.isna(frame[column].iloc[0]):
+        return None
+    return float(frame[column].iloc[0])

@@ -26,6 +26,7 @@ from ..scoring.lists import gold_items, separator_of
 from ..stats import bootstrap_macro, bootstrap_mean
 from .records import primary_metric
 from .scores import POOLED, ROUND
+from .text import fmt, fmt_bracket
 
 BANK_COLUMNS = [
     "benchmark",
@@ -155,7 +156,7 @@ def bank_layout(table: pd.DataFrame, benchmark: str) -> pd.DataFrame:
         return pd.DataFrame()
     cell = sel.assign(
         value=[
-            f"{s:.2f} [{lo:.2f}, {hi:.2f}]"
+            f"{fmt(s)} {fmt_bracket(lo, hi)}"
             for s, lo, hi in zip(sel.score, sel.ci_low, sel.ci_high, strict=True)
         ]
     )

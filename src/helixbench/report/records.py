@@ -50,6 +50,8 @@ class ScoreIndex:
     millions of rows, and a report asks for a small share of them)."""
 
     def __init__(self, scores: pd.DataFrame):
+        self._scores = scores
+        self._of_benchmark: dict[str, ScoreIndex] = {}
         # Question ids as codes into their distinct values: no string a row.
         ids = pd.Categorical(scores.question_id)
         self._codes, self._ids = ids.codes, ids.categories.to_numpy(dtype=object)
@@ -79,21 +81,31 @@ class ScoreIndex:
     def keys(self):
         return self._rows.keys()
 
+    def for_benchmark(self, benchmark: str) -> ScoreIndex:
+        """The index of one benchmark's scores (a task name can be two benchmarks':
+        GeneTuring's and GeneTuring 2025's Gene alias), made once."""
+        if benchmark not in self._of_benchmark:
+            of = self._scores[self._scores.benchmark == benchmark]
+            self._of_benchmark[benchmark] = ScoreIndex(of)
+        return self._of_benchmark[benchmark]
+
 
 def score_index(scores: pd.DataFrame) -> ScoreIndex:
     return ScoreIndex(scores)
 
 
 def paired_by_task(
-    index: ScoreIndex, run_a: str, run_b: str, tasks, metric: str
+    index: ScoreIndex, run_a: str, run_b: str, tasks, metric
 ) -> dict[str, tuple[dict[str, float], dict[str, float], list[str]]]:
     """task -> (run a's scores, run b's scores, the questions both answered), for the
-    ``tasks`` where they share a question on ``metric``: what a paired test of two
-    runs' macro scores compares."""
+    ``tasks`` where they share a question on ``metric`` (a name, or a function of the
+    task giving its metric: the question bank's each task's primary): what a paired
+    test of two runs' macro scores compares."""
     paired = {}
     for task in tasks:
-        of_a = index.get((run_a, task, metric), {})
-        of_b = index.get((run_b, task, metric), {})
+        name = metric(task) if callable(metric) else metric
+        of_a = index.get((run_a, task, name), {})
+        of_b = index.get((run_b, task, name), {})
         shared = sorted(set(of_a) & set(of_b))
         if shared:
             paired[task] = (of_a, of_b, shared)

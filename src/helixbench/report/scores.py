@@ -103,8 +103,8 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
             }
         )
     table = pd.concat([table, pd.DataFrame(macros), _pooled(table)], ignore_index=True)
-    for column in ("score", "ci_low", "ci_high"):
-        table[column] = table[column].round(ROUND)
+    for column in ("score", "ci_low", "ci_high"):  # (no interval on too few: NaN)
+        table[column] = table[column].astype(float).round(ROUND)
     return table[SCORE_COLUMNS]
 
 

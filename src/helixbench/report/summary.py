@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .headline import headline_sentence
 from .provenance import built_from
-from .text import fmt
+from .text import fmt, fmt_bracket
 
 TOP = 3  # runs shown per leaderboard
 
@@ -52,7 +52,7 @@ def console_summary(report_dir: Path) -> str:
             )
             lines.append(
                 f"  {r['rank']}. {r['run']}  {fmt(_number(r['extracted']))} "
-                f"[{fmt(_number(r['ci_low']))}, {fmt(_number(r['ci_high']))}]{partial}"
+                f"{fmt_bracket(_number(r['ci_low']), _number(r['ci_high']))}{partial}"
             )
     sets = _rows(report_dir / "genesets_leaderboard.csv")
     if sets:
@@ -66,12 +66,14 @@ def console_summary(report_dir: Path) -> str:
             for r in [r for r in sets if r["compared_on"] == group][:TOP]:
                 lines.append(
                     f"    {r['rank']}. {r['run']}  {fmt(_number(r['embedding']))} "
-                    f"[{fmt(_number(r['embedding_ci_low']))}, "
-                    f"{fmt(_number(r['embedding_ci_high']))}]"
+                    + fmt_bracket(_number(r["embedding_ci_low"]), _number(r["embedding_ci_high"]))
                 )
     bank = _rows(report_dir / "question_bank_leaderboard.csv")
     for benchmark in dict.fromkeys(r["benchmark"] for r in bank):
-        lines.append(f"Leaderboard, {benchmark} (macro of each task's primary score):")
+        lines.append(
+            f"Leaderboard, {benchmark} (macro of each task's primary score; 95% interval):"
+        )
         for rank, r in enumerate([r for r in bank if r["benchmark"] == benchmark][:TOP], 1):
-            lines.append(f"  {rank}. {r['run']}  {fmt(_number(r['macro']))}")
+            interval = fmt_bracket(_number(r["ci_low"]), _number(r["ci_high"]))
+            lines.append(f"  {rank}. {r['run']}  {fmt(_number(r['macro']))} {interval}")
     return "\n".join(lines)

@@ -27,10 +27,27 @@ def fmt(value) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:#.3g}"
 
 
+# What a table shows where no interval is given (too few questions: helixbench.stats).
+NO_INTERVAL = "too few to tell"
+
+
+def _given(value) -> bool:
+    return value is not None and not (isinstance(value, float) and np.isnan(value))
+
+
 def fmt_interval(low, high) -> str:
     """An interval as every table prints it: ``0.803 – 0.854`` (a dash with spaces:
-    ``0-0.335`` reads as a negative number)."""
+    ``0-0.335`` reads as a negative number); on too few questions, it says so."""
+    if not (_given(low) and _given(high)):
+        return NO_INTERVAL
     return f"{fmt(low)} – {fmt(high)}"
+
+
+def fmt_bracket(low, high) -> str:
+    """An interval after its value: ``[0.803, 0.854]``, or ``(too few to tell)``."""
+    if not (_given(low) and _given(high)):
+        return f"({NO_INTERVAL})"
+    return f"[{fmt(low)}, {fmt(high)}]"
 
 
 def as_published(value) -> str:
