@@ -34,7 +34,14 @@ ROUTINE = re.compile(
     r"^(Building DAG of jobs|Using shell:|Provided (cores|resources)|Rules claiming more "
     r"threads|Select jobs to execute|Execute \d+ jobs|Assuming unrestricted shared "
     r"filesystem|Conda environments: ignored|Singularity containers: ignored|"
-    r"Using workflow specific profile|Job stats:)"
+    r"Using workflow specific profile|Job stats:|"
+    r"Config file \S+ is (extended|replaced) by additional config)"
+)
+# An error raised by the workflow's own code (a config it refuses): Snakemake heads it
+# with the rule file and line that raised it and ends it with that frame; the user
+# needs the message alone, which names their file and key.
+OWN_ERROR = re.compile(
+    r'^\w*Error in file "?[^"\n]*/workflow/(rules/\S+\.smk|Snakefile)"?, line \d+:\n'
 )
 STAGES = {  # a rule's jobs, all done, as the console says it
     "fetch_upstream": "upstream files fetched",
@@ -115,6 +122,8 @@ class LogHandler(LogHandlerBase):
     def lines(self, record: logging.LogRecord) -> list[str]:
         """What ``record`` shows on the console (often nothing)."""
         event = getattr(record, "event", None)
+        if event == LogEvent.ERROR and OWN_ERROR.match(record.getMessage()):
+            return [own_error(record.getMessage())]
         if event in (LogEvent.JOB_ERROR, LogEvent.GROUP_ERROR, LogEvent.ERROR):
             return [self.formatter_.format(record)]
         if record.levelno >= logging.WARNING:
@@ -179,9 +188,65 @@ class LogHandler(LogHandlerBase):
             self.stream.flush()
 
 
+def own_error(message: str) -> str:
+    """A workflow error's own words, without the rule file's heading and frame."""
+    body = OWN_ERROR.sub("", message, count=1).splitlines()
+    return "\n".join(line for line in body if not line.startswith("  File ")).strip()
+
+
 def _clock() -> str:
     return time.strftime("[%H:%M:%S]")
 
 
 def _cut(line: str) -> str:
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
+
+
+def yaml_problem(path) -> str | None:
+    """Where a YAML file fails to parse, as a person reads it: ``FILE, line L, column C:
+    what is wrong`` (None where it parses)."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as text:
+            yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        return f"{where}: {exc.problem or exc.context}"
+    except (OSError, yaml.YAMLError):
+        return None
+    return None
+
+
+def _locate_config_errors() -> None:
+    """Snakemake says of a config file it cannot parse only that it is not valid JSON or
+    YAML; said here with the file, line and column, and what is wrong there. (Snakemake
+    imports this plugin as it starts, before it reads any config file.)"""
+    try:
+        from snakemake.common import configfile
+        from snakemake.exceptions import WorkflowError
+    except ImportError:  # another Snakemake's layout: its own message stands
+        return
+    original = configfile._load_configfile
+    if getattr(original, "helixbench", False):
+        return
+
+    def load(configpath_or_obj, filetype="Config"):
+        try:
+            return original(configpath_or_obj, filetype)
+        except WorkflowError as exc:
+            where = None
+            if isinstance(configpath_or_obj, str | os.PathLike) and "not valid" in str(exc):
+                where = yaml_problem(configpath_or_obj)
+            if where is None:
+                raise
+            # (said at once, in one line: Snakemake would add its own heading and frame)
+            print(f"invalid config: {where}", file=sys.stderr)
+            raise SystemExit(1) from None
+
+    load.helixbench = True
+    configfile._load_configfile = load
+
+
+_locate_config_errors()

@@ -350,10 +350,25 @@ def main(argv: list[str] | None = None) -> None:
     ) as exc:  # expected: the message says it all
         print(f"error: {secrets.redact(str(exc))}", file=sys.stderr)
         raise SystemExit(1) from None
+    except KeyboardInterrupt:  # Ctrl-C: every job hears it; each says so in one line
+        print(f"helixbench {args.command}: interrupted (a rerun resumes)", file=sys.stderr)
+        stop_now(130)
     except Exception as exc:  # unexpected: the traceback, then a one-line summary
         logging.exception("helixbench %s failed", args.command)
         print(f"error: {secrets.redact(str(exc))}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def stop_now(code: int) -> None:
+    """End the process now, its cleanups done (the gateways, the agents' sandboxes, the
+    logs): not waiting for the questions in flight, whose records so far are written
+    (a shard's file is written through each question; a rerun resumes after them)."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def cli_reference_markdown() -> str:

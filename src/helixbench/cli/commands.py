@@ -30,6 +30,10 @@ def read_configs(files: list[str] | None) -> tuple[dict, list[str]]:
             update_config(config, yaml.safe_load(Path(name).read_text(encoding="utf-8")) or {})
         except OSError as exc:
             raise ConfigError(f"{name}: {exc.strerror}") from None
+        except yaml.MarkedYAMLError as exc:  # where, in the file's own lines and columns
+            mark = exc.problem_mark or exc.context_mark
+            where = f"{name}, line {mark.line + 1}, column {mark.column + 1}" if mark else name
+            raise ConfigError(f"invalid config: {where}: {exc.problem or exc.context}") from None
     if SCHEMA.is_file():  # beside a clone's workflow; an installed package has none
         check_config(config, read)
     return config, read

@@ -457,7 +457,9 @@ def config_hash(config: dict) -> str:
 
 def _imported_tasks(of_run: _RunConfig, benchmark: str, sources: dict):
     """An imported run covers the tasks its source has a pinned file for; a task it
-    lacks, or whose file the mirror lacks, is left out with a note."""
+    lacks, or whose file the mirror lacks, is left out, with a note where the run named
+    it (a run that names no task covers what its source published, and says nothing of
+    what it did not)."""
     source = sources[of_run.run["model"]]
     files = {}
     for task in tasks_of(benchmark):
@@ -466,7 +468,8 @@ def _imported_tasks(of_run: _RunConfig, benchmark: str, sources: dict):
             files[task] = (file, {"imported": file, "imported_format": source["format"]})
     origin = f"published in {source['name']}"
     tasks, notes, absent = _tasks_from_files(of_run, benchmark, files, origin)
-    absent = [task for task in absent if not is_sample(task)]
+    named = set(of_run.run.get("tasks") or ())
+    absent = [task for task in absent if task in named or slugify(task) in named]
     if absent:
         message = f"{source['name']} has no pinned output for " + ", ".join(absent)
         notes.append(of_run.note(benchmark, "note", message))

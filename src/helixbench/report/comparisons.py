@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..config.plan import Plan
+from ..scoring import DESCRIPTIVE_SCORERS
 from ..stats import holm, paired_interval, paired_test
 from .records import ScoreIndex, primary_metric
 from .scores import POOLED, ROUND
@@ -119,7 +120,12 @@ def comparison_table(plan: Plan, scores: ScoreIndex, summary: pd.DataFrame) -> p
 
 
 def compare_runs(plan: Plan, scores: ScoreIndex, a: str, b: str, benchmark: str, task: str):
-    return _compare(scores, a, b, benchmark, task, primary_metric(plan, task))
+    """The paired test of two runs on a task's primary metric; none where that metric
+    describes behaviour rather than scores it (Hu et al.'s contaminated sets)."""
+    metric = primary_metric(plan, task)
+    if metric in DESCRIPTIVE_SCORERS:
+        return []
+    return _compare(scores, a, b, benchmark, task, metric)
 
 
 def _compare(scores: ScoreIndex, a: str, b: str, benchmark: str, task: str, metric: str):

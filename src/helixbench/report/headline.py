@@ -154,7 +154,7 @@ def headline_sentence(row: dict, fmt) -> str:
     n, tasks = int(row["n"]), int(row["tasks"])
     if n < MIN_QUESTIONS:
         verdict = (
-            f"{row['run_a']} and {row['run_b']} differ by {fmt(d)} on too few shared questions "
+            f"{row['run_a']} and {row['run_b']} differ by {fmt(d)}, too few shared questions "
             f"to tell (fewer than {MIN_QUESTIONS})"
         )
     elif p <= ALPHA and d > 0:
@@ -169,10 +169,11 @@ def headline_sentence(row: dict, fmt) -> str:
             "which the test does not tell from no difference"
         )
     scored = f"; embedding similarity by {row['scored_by']}" if _said(row.get("scored_by")) else ""
+    item, group = ("set", "dataset") if row["benchmark"] == GENESETS else ("question", "task")
     return (
         f"{verdict} ({row['comparison']}; p = {fmt(p)}; macro {fmt(row['macro_a'])} vs "
-        f"{fmt(row['macro_b'])} on the {n} question{'s' * (n != 1)} of {tasks} "
-        f"task{'s' * (tasks != 1)} both answered{scored})"
+        f"{fmt(row['macro_b'])} on the {n} {item}{'s' * (n != 1)} of {tasks} "
+        f"{group}{'s' * (tasks != 1)} both answered{scored})"
     )
 
 

@@ -158,9 +158,12 @@ def geneset_leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame)
             row[metric] = float(hit.score.iloc[0]) if not hit.empty else None
             row[f"{metric}_ci_low"] = _bound(hit.ci_low) if not hit.empty else None
             row[f"{metric}_ci_high"] = _bound(hit.ci_high) if not hit.empty else None
+        # Compared on the datasets its metric scored (a contaminated set has no name to
+        # be similar to: it is scored for what the model did, in robustness.csv).
         per_set = sel[(sel.task != "macro") & (sel.metric == "embedding")]
-        row["datasets"], row["sets"] = len(tasks), int(per_set.n.sum())
-        row["compared_on"] = f"{', '.join(t.task for t in tasks)} ({row['sets']} sets)"
+        scored = [t.task for t in tasks if t.task in set(per_set.task)] or [t.task for t in tasks]
+        row["datasets"], row["sets"] = len(scored), int(per_set.n.sum())
+        row["compared_on"] = f"{', '.join(scored)} ({row['sets']} sets)"
         row["scored_by"] = encoders.get(run.label)
         rows.append(row)
     table = pd.DataFrame(rows, columns=GENESET_BOARD_COLUMNS)

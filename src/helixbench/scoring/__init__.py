@@ -103,6 +103,10 @@ SCORER_NAMES = (
     "judge",
     "model_extracted",
 )
+# Scorers that describe what a system did, not how right it was (whether it named a
+# process for a contaminated set, and how sure it said it was: naming a random set is
+# the wrong behaviour): reported, never tested as if higher were better.
+DESCRIPTIVE_SCORERS = frozenset({"named", "confidence"})
 # Scorers whose score says right (1) or wrong (below 1); the others grade a free text.
 CORRECTNESS_SCORERS = frozenset(
     {"genegpt", "extracted", "model_extracted", "strict", "alias_recall", "judge"}
