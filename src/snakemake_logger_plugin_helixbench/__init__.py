@@ -37,6 +37,12 @@ ROUTINE = re.compile(
     r"Using workflow specific profile|Job stats:|"
     r"Config file \S+ is (extended|replaced) by additional config)"
 )
+# Snakemake's word that Ctrl-C (or a SIGINT) stops the run, and what helixbench says.
+INTERRUPTED = "Terminating processes on user request"
+INTERRUPT_LINE = (
+    "interrupted: stopping the jobs; each run keeps the questions it finished, and "
+    "`snakemake` again resumes where they stopped"
+)
 # An error raised by the workflow's own code (a config it refuses): Snakemake heads it
 # with the rule file and line that raised it and ends it with that frame; the user
 # needs the message alone, which names their file and key.
@@ -83,6 +89,7 @@ class LogHandler(LogHandlerBase):
         self.filter_ = DefaultFilter(
             quiet, settings.debug_dag, settings.verbose, settings.dryrun, settings.printshellcmds
         )
+        self.interrupted = False  # Ctrl-C: each stopped job's failure goes unsaid
         self.totals: dict[str, int] = {}
         self.done: dict[str, int] = {}
         self.rule_of: dict[int, str] = {}
@@ -122,7 +129,13 @@ class LogHandler(LogHandlerBase):
     def lines(self, record: logging.LogRecord) -> list[str]:
         """What ``record`` shows on the console (often nothing)."""
         event = getattr(record, "event", None)
-        if event == LogEvent.ERROR and OWN_ERROR.match(record.getMessage()):
+        message = record.getMessage() if record.msg is not None else ""
+        if message.startswith(INTERRUPTED):
+            self.interrupted = True
+            return [f"{_clock()} {INTERRUPT_LINE}"]
+        if self.interrupted and record.levelno >= logging.ERROR:
+            return []  # (the jobs it stopped, one by one: said above in one line)
+        if event == LogEvent.ERROR and OWN_ERROR.match(message):
             return [own_error(record.getMessage())]
         if event in (LogEvent.JOB_ERROR, LogEvent.GROUP_ERROR, LogEvent.ERROR):
             return [self.formatter_.format(record)]
@@ -142,7 +155,6 @@ class LogHandler(LogHandlerBase):
             return self._progress(record.done, record.total)
         if event is not None:
             return []
-        message = record.getMessage() if record.msg is not None else ""
         if not message.strip() or ROUTINE.match(message.strip()):
             return []
         return [message]

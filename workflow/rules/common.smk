@@ -44,6 +44,7 @@ from helixbench.datasets.fetch import (
 from helixbench.models.gguf import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
 from helixbench.config.schema import check_config, naming_the_file
+from helixbench.config.checks import run_problems
 from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.models import SERVING_ENV
@@ -79,6 +80,17 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid config: {naming_the_file(str(exc), CONFIG_FILES)}")
 except FetchError as exc:
     raise WorkflowError(f"invalid config: {exc}")
+if not workflow.dryrun and workflow.exec_mode == ExecMode.DEFAULT:
+    # What `helixbench plan --check` checks, for the runs that have questions left: a
+    # missing key or a server that does not answer is one line now, not every job's
+    # failure after the environments are built.
+    PENDING = [r for r in PLAN.runs if not all(map(os.path.exists, r.shard_paths()))]
+    PROBLEMS = run_problems(PLAN, MIRROR, PENDING) if PENDING else []
+    if PROBLEMS:
+        raise WorkflowError(
+            "helixbench: the runs cannot start:\n"
+            + "\n".join(f"  {where}: {problem}" for where, problem in PROBLEMS)
+        )
 if not PLAN.tasks:
     raise WorkflowError(
         "nothing to run: every run of the config was left out; "

@@ -18,11 +18,12 @@ from .plan import Plan
 PROBE_TIMEOUT_S = 3.0
 
 
-def run_problems(plan: Plan, mirror: Path | None) -> list[tuple[str, str]]:
-    """(run label, problem) for everything a planned run needs and lacks."""
+def run_problems(plan: Plan, mirror: Path | None, runs=None) -> list[tuple[str, str]]:
+    """(run label, problem) for everything a planned run (of ``runs``: all by default)
+    needs and lacks."""
     problems: list[tuple[str, str]] = []
     probed: dict[str, str | None] = {}  # a server probed once, however many runs use it
-    for run in plan.runs:
+    for run in plan.runs if runs is None else runs:
         spec = run.model_spec
         if spec.get("backend") != "openai":
             continue
