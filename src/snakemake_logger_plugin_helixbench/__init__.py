@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import sys
 import time
 
@@ -132,6 +133,7 @@ class LogHandler(LogHandlerBase):
         message = record.getMessage() if record.msg is not None else ""
         if message.startswith(INTERRUPTED):
             self.interrupted = True
+            stop_jobs()
             return [f"{_clock()} {INTERRUPT_LINE}"]
         if self.interrupted and record.levelno >= logging.ERROR:
             return []  # (the jobs it stopped, one by one: said above in one line)
@@ -198,6 +200,29 @@ class LogHandler(LogHandlerBase):
         if text:
             self.stream.write(text.rstrip("\n") + "\n")  # one write: never split by a job's line
             self.stream.flush()
+
+
+def stop_jobs() -> None:
+    """Interrupt the jobs Snakemake is running (each its process tree, as Ctrl-C in a
+    terminal does): on a SIGINT to Snakemake alone it would wait for them to finish,
+    minutes for a run shard; interrupted, a job keeps what it finished and ends."""
+    try:
+        import psutil
+        from snakemake.shell import shell
+    except ImportError:
+        return
+    with shell._lock:
+        running = list(shell._processes.values())
+    for process in running:
+        try:
+            tree = psutil.Process(process.pid).children(recursive=True)
+        except psutil.Error:
+            continue
+        for child in tree:
+            try:
+                child.send_signal(signal.SIGINT)
+            except psutil.Error:
+                pass
 
 
 def own_error(message: str) -> str:

@@ -364,7 +364,9 @@ def stop_now(code: int) -> None:
     logs): not waiting for the questions in flight, whose records so far are written
     (a shard's file is written through each question; a rerun resumes after them)."""
     import atexit
+    import signal
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a second Ctrl-C: the cleanups finish)
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
