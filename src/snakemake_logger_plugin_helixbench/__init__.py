@@ -214,8 +214,9 @@ def stop_jobs() -> None:
     with shell._lock:
         running = list(shell._processes.values())
     for process in running:
-        try:
-            tree = psutil.Process(process.pid).children(recursive=True)
+        try:  # (the job's shell, often replaced by its command, and what it started)
+            job = psutil.Process(process.pid)
+            tree = [job, *job.children(recursive=True)]
         except psutil.Error:
             continue
         for child in tree:
