@@ -86,7 +86,7 @@ def test_status_reads_without_touching_a_torn_partial_file(tmp_path):
     assert (first.state, first.done, first.total) == ("done", 3, 3)
     assert (second.state, second.done, second.total) == ("stopped", 2, 5)
     assert (second.model_calls, second.tool_calls, second.errors) == (3, 4, 1)
-    assert second.s_per_question == 5.0 and second.eta_s == 15.0
+    assert second.s_per_question == 5.0 and second.eta_s is None  # (stopped: no ETA)
     assert round(second.updated_s_ago) == 10
 
 

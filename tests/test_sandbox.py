@@ -510,3 +510,28 @@ def test_hostile_agents_beside_others_in_a_run_of_three_questions_leave_a_whole_
     agents = {r["method"]: r for r in csv.DictReader(open(work / "results/report/agents.csv"))}
     assert int(agents["breakout"]["syscalls"]) >= 3 and int(agents["uring-c"]["syscalls"]) >= 3
     assert int(agents["breakout"]["refused"]) < 10**6 and agents["polite"]["refused"] == "0"
+
+
+def test_an_agent_that_imports_a_file_beside_it_is_told_to_name_its_folder(tmp_path, monkeypatch):
+    """Only the named program is in the sandbox: an import of the file beside it fails,
+    and the record (and the run's warning) says `paths:` is the fix; with the folder in
+    `paths:` it answers."""
+    from helixbench.run.health import error_messages
+
+    folder = tmp_path / "my-agent"
+    folder.mkdir()
+    (folder / "helper.py").write_text("ANSWER = 'from the helper'\n")
+    (folder / "agent.py").write_text(
+        "import json, sys\nsys.path.insert(0, sys.path[0])\nimport helper\n"
+        "print(json.dumps({'answer': helper.ANSWER}))\n"
+    )
+    command = ["{python}", str(folder / "agent.py")]
+    with _gateways(tmp_path, monkeypatch) as (gateways, model, canary):
+        alone, _ = _ask(gateways, model, command, "Q1", canary.port)
+        shown, _ = _ask(gateways, model, command, "Q2", canary.port, paths=[str(folder)])
+    hint = alone.events[-1].data["hint"]
+    assert alone.error == "agent_error" and "`paths:`" in hint and str(folder) in hint
+    record = {"error": "agent_error", "events": [{"type": "agent", "data": alone.events[-1].data}]}
+    ((_, warning),) = error_messages([record])
+    assert "1 of 1 question ended in agent_error" in warning and "`paths:`" in warning
+    assert (shown.error, shown.answer) == (None, "from the helper")

@@ -17,7 +17,7 @@ import pytest
 from helixbench.transcripts import read_records, without_timings
 
 from .conftest import REPO_ROOT, run_snakemake
-from .support.slurm_cluster import SlurmCluster
+from .support.slurm_cluster import SlurmCluster, installed
 
 PROFILE = REPO_ROOT / "workflow" / "profiles" / "slurm"
 TASKS = ["Gene alias", "SNP location"]
@@ -45,6 +45,7 @@ def results(workdir: Path) -> dict:
 @pytest.mark.slow
 @pytest.mark.slurm
 def test_slurm_run_equals_local_run(mirror, tmp_path):
+    installed()  # (a missing SLURM says so at once, not after the local run)
     env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror)}
     local = run_snakemake(tmp_path / "local", CONFIG, "--cores", "2", env=env)
     assert local.returncode == 0, local.stderr[-3000:]

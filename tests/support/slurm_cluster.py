@@ -44,6 +44,12 @@ def _binary(name: str) -> str:
     return path
 
 
+def installed() -> dict[str, str]:
+    """The daemons' and clients' paths; SlurmUnavailable naming the packages where one
+    is missing (checked before a test does anything else)."""
+    return {name: _binary(name) for name in (*DAEMONS, "sinfo", "sbatch", "squeue")}
+
+
 class SlurmCluster:
     def __init__(self, root: Path, cpus: int = 8, memory_mb: int = 4000):
         self.root = Path(root)
@@ -105,7 +111,7 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
         self.processes.append(proc)
 
     def __enter__(self) -> SlurmCluster:
-        binaries = {name: _binary(name) for name in (*DAEMONS, "sinfo", "sbatch", "squeue")}
+        binaries = installed()
         self._write_config()
         if DEFAULT_CONF.exists():
             raise SlurmUnavailable(

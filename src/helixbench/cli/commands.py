@@ -97,6 +97,7 @@ def plan(args) -> None:
     from ..benchmarks import local_question_table
     from ..datasets.fetch import resolve_mirror
     from ..report.question_bank import overlap_summary
+    from ..report.text import counted
     from ..run.shard import answered_by, run_questions
 
     config, plan = config_and_plan(args)
@@ -114,7 +115,7 @@ def plan(args) -> None:
         for task in run.tasks:
             of_task = [q for q in questions if (q.benchmark, q.task) == (task.benchmark, task.task)]
             ids = {q.id for q in of_task}
-            line = f"\t{task.benchmark}\t{task.task}\t{len(of_task)} questions"
+            line = f"\t{task.benchmark}\t{task.task}\t{counted(len(of_task), 'question')}"
             if spec.get("sample"):
                 line += f", {len(ids & (asked | set(repeats)))} sampled"
             shared = sum(q.overlap is not None for q in of_task)
@@ -123,7 +124,7 @@ def plan(args) -> None:
             if ids & set(repeats):
                 line += f", {len(ids & set(repeats))} answered by the same question asked once"
             print(line)
-        print(f"\t{len(asked)} questions asked")
+        print(f"\t{counted(len(asked), 'question')} asked")
     for note in plan.notes:
         where = f"{note['model']} / {note['method']} ({note['benchmark']})"
         print(f"{note['level']}: {where}: {note['message']}")
@@ -167,12 +168,14 @@ def status(args) -> None:
     from ..run.progress import format_statuses, planned_shards, shard_statuses
 
     planned = None  # without a config: the shards on disk are all there is to show
+    unplanned = None  # why no config says what is planned
     if not args.all and (args.config or args.runs == RUNS_DIR):  # a working directory's
         try:
             planned = planned_shards(config_and_plan(args)[1])
-        except ConfigError:
+        except ConfigError as exc:
             if args.config:  # asked for: its mistake is the answer
                 raise
+            unplanned = str(exc)
     statuses = shard_statuses(Path(args.runs), planned=planned)
     others = 0
     if planned is not None:  # the config's shards; of the others, how many
@@ -184,6 +187,8 @@ def status(args) -> None:
         return
     if statuses:
         print(format_statuses(statuses))
+    elif unplanned:  # (outside a clone, say: what is wrong, as `plan` says it)
+        raise ConfigError(f"{unplanned}; and no shard under {args.runs}")
     else:
         print(f"no shard planned or under {args.runs} yet")
     if others:
@@ -194,6 +199,13 @@ def recordings(args) -> None:
     from ..datasets.fetch import resolve_mirror
     from ..sources.recordings import loop_table
 
+    print(
+        "# Each recorded run of GeneGPT's: tasks (its files), read (those the mirror or\n"
+        "# resources/upstream hold), max_calls and url_rule (the loop variants its files\n"
+        "# show, one per variant: the cap of calls a question, `first` or `last` bracketed\n"
+        "# URL), capped_at (the call counts where questions were cut), contradictions\n"
+        "# (questions that fit neither rule, by the rule they contradict)"
+    )
     print("recording\trun\ttasks\tread\tmax_calls\turl_rule\tcapped_at\tcontradictions")
     for row in loop_table(resolve_mirror(args.mirror)):
         if not row["read"]:

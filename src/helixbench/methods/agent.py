@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import queue
 import subprocess
@@ -89,6 +90,7 @@ AGENT_SITE = PACKAGE_ROOT / "helixbench" / "gateway" / "agent_site"
 # Environment variables an agent keeps from the job's; no other (no key) reaches it.
 KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "HF_HOME", "HF_HUB_OFFLINE")
 STDERR_TAIL = 2000
+log = logging.getLogger("helixbench.agent")
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ class Agent:
         self.shown = shown or {}  # multiple-choice questions, as the method's variant shows them
         self._process = None  # long-lived: the process, its session and its stdout
         self._lock = threading.Lock()
+        self.hidden: list[str] = []  # folders of its named files the sandbox does not show
+        self._hinted = False
 
     @property
     def header(self) -> str:
@@ -178,6 +182,12 @@ class Agent:
             finally:
                 self.gateways.sessions.close(session)
         answer, error = capped_answer(answer, error)
+        hint = view.missing_file_hint(info["stderr_tail"], self.hidden)
+        if error == "agent_error" and hint:
+            info["hint"] = hint
+            if not self._hinted:  # (once a run: every question would say the same)
+                self._hinted = True
+                log.warning("%s: %s", " ".join(self.settings.command), hint)
         info["routes"] = dict(sorted(session.routes.items()))
         events = list(session.events)
         result.events = [*events, Event("agent", len(events), info)]
@@ -323,6 +333,7 @@ class Agent:
                 [str(p) for p in given],
                 env.get("PATH", ""),
             )
+            self.hidden = view.hidden_folders(argv, visible)
             confined = self.gateways.sandbox.confine(
                 argv, env, cwd, values["token"], visible, self.settings.limits, per_question
             )

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..benchmarks import bank
 from ..config.plan import Plan
+from .text import counted
 
 # The benchmarks of the question bank (GeneTuring 2025, BioRAGent, LAB-Bench).
 BANK = tuple(bank())
@@ -163,7 +164,7 @@ def geneset_leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame)
         per_set = sel[(sel.task != "macro") & (sel.metric == "embedding")]
         scored = [t.task for t in tasks if t.task in set(per_set.task)] or [t.task for t in tasks]
         row["datasets"], row["sets"] = len(scored), int(per_set.n.sum())
-        row["compared_on"] = f"{', '.join(scored)} ({row['sets']} sets)"
+        row["compared_on"] = f"{', '.join(scored)} ({counted(row['sets'], 'set')})"
         row["scored_by"] = encoders.get(run.label)
         rows.append(row)
     table = pd.DataFrame(rows, columns=GENESET_BOARD_COLUMNS)

@@ -35,6 +35,11 @@ def _given(value) -> bool:
     return value is not None and not (isinstance(value, float) and np.isnan(value))
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and its noun, in the plural unless one: "1 question", "9 questions"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def fmt_interval(low, high) -> str:
     """An interval as every table prints it: ``0.803 – 0.854`` (a dash with spaces:
     ``0-0.335`` reads as a negative number); on too few questions, it says so."""

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from ..models import backend
 
 # Error kind -> the share of a run's questions past which it is warned about.
-THRESHOLDS = {"model_error": 0.0, "lengthError": 0.2, "numError": 0.2}
+THRESHOLDS = {"model_error": 0.0, "lengthError": 0.2, "numError": 0.2, "agent_error": 0.0}
 
 _CAUSES = {
     "lengthError": (
@@ -30,6 +30,7 @@ _CAUSES = {
         "that the model stops where the protocol expects (its stop strings, its chat template)"
     ),
     "model_error": "{first_error}",
+    "agent_error": "{agent_said}",
 }
 
 
@@ -56,8 +57,10 @@ def error_messages(records: list[dict]) -> list[tuple[str, str]]:
             first=f" (the server said: {first})" if first else "",
             longest=f"; the longest prompt was {longest:,} characters" if longest else "",
             first_error=f"the first: {first}" if first else "no message recorded",
+            agent_said=_agent_said(failed),
         )
-        share = f"{len(failed)} of {len(records)} questions ended in {_named(kind)}"
+        asked = f"{len(records)} question{'s' * (len(records) != 1)}"
+        share = f"{len(failed)} of {asked} ended in {_named(kind)}"
         out.append((kind, f"{share}: {cause}"))
     return out
 
@@ -98,6 +101,20 @@ def _named(kind: str) -> str:
 
 def _model_events(record: dict) -> list[dict]:
     return [e for e in record.get("events", []) if e["type"] == "model"]
+
+
+def _agent_said(records: list[dict]) -> str:
+    """Why an agent failed: the fix where helixbench knows it (a file beside its program
+    that its sandbox does not show), else the last line it wrote to stderr."""
+    events = [e["data"] for r in records for e in r.get("events", []) if e["type"] == "agent"]
+    for data in events:
+        if data.get("hint"):
+            return data["hint"]
+    for data in events:
+        lines = (data.get("stderr_tail") or "").strip().splitlines()
+        if lines:
+            return f"the first said: {lines[-1][:300]}"
+    return "it said nothing on stderr"
 
 
 def _first_error(records: list[dict]) -> str | None:

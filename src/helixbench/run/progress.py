@@ -316,7 +316,7 @@ def _found_statuses(runs_dir: Path, now: float) -> list[ShardStatus]:
             new = counts.done - info.get("resumed_from", counts.done)
             if new > 0 and "started_at" in info:
                 rate = (info["updated_at"] - info["started_at"]) / new
-                if total is not None:
+                if total is not None and state == "running":  # (a stopped shard: none)
                     eta = rate * (total - counts.done)
         statuses.append(
             ShardStatus(

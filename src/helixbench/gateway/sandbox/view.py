@@ -117,3 +117,42 @@ def runtime(python: str) -> list[str]:
 
 def _absolute(path: str) -> str:
     return os.path.realpath(os.path.abspath(os.path.expanduser(str(path))))
+
+
+# How runtimes say a file they looked for is not there (Python, Node, Perl, Ruby, Java,
+# a shell).
+MISSING = (
+    "ModuleNotFoundError", "No module named", "No such file or directory",
+    "Cannot find module", "Can't locate", "cannot load such file",
+    "Could not find or load main class",
+)  # fmt: skip
+
+
+def hidden_folders(argv, visible) -> list[str]:
+    """The folders of the files ``argv`` names that the sandbox does not show (it shows
+    a named file alone), where they hold other files: an agent that imports one of
+    those meets a missing file."""
+    shown = [os.path.normpath(str(p)) for p in visible]
+    found = []
+    for value in argv:
+        path = Path(str(value))
+        if not path.is_absolute() or not path.is_file() or path.parent.as_posix() == "/":
+            continue
+        folder = os.path.normpath(str(path.parent))
+        if any(under(folder, s) for s in shown) or folder in found:
+            continue
+        if any(other.name != path.name for other in path.parent.iterdir()):
+            found.append(folder)
+    return found
+
+
+def missing_file_hint(stderr: str, folders: list[str]) -> str | None:
+    """What to tell a user whose agent failed looking for a file (``stderr`` says so)
+    that lies in a folder its sandbox does not show; None otherwise."""
+    if not folders or not any(word in stderr for word in MISSING):
+        return None
+    return (
+        f"the sandbox shows the program's file alone, not the folder beside it "
+        f"({', '.join(folders)}): name the folder in the method's `paths:` for the files "
+        "it imports or reads there"
+    )
