@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -57,6 +58,14 @@ from helixbench.methods.originals import ORIGINALS
 
 UPSTREAM_MANIFEST = manifest()
 
+# Whether this is a dry run (-n): what the Snakefile is read for decides it only later,
+# so the command line says it.
+DRY_RUN = workflow.dryrun or any(
+    arg in ("--dry-run", "--dryrun", "--just-print")
+    or re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", arg)
+    for arg in sys.argv[1:]
+)
+
 # The config files in the order they were merged: Snakemake lists the Snakefile's
 # own `configfile:` last, though the --configfile files are merged over it.
 CONFIG_FILES = [*workflow.configfiles[-1:], *workflow.configfiles[:-1]]
@@ -80,7 +89,7 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid config: {naming_the_file(str(exc), CONFIG_FILES)}")
 except FetchError as exc:
     raise WorkflowError(f"invalid config: {exc}")
-if not workflow.dryrun and workflow.exec_mode == ExecMode.DEFAULT:
+if not DRY_RUN and workflow.exec_mode == ExecMode.DEFAULT:
     # What `helixbench plan --check` checks, for the runs that have questions left: a
     # missing key or a server that does not answer is one line now, not every job's
     # failure after the environments are built.
@@ -273,7 +282,7 @@ REPORT_OUT = (
 )
 REPORT_OUT_RUNS = f"{REPORT_OUT}/{Path(paths.REPORT_RUNS_DIR).name}"
 if (
-    not workflow.dryrun
+    not DRY_RUN
     and workflow.exec_mode == ExecMode.DEFAULT
     and Path(REPORT_OUT, "index.html").is_file()
 ):
