@@ -220,3 +220,33 @@ def test_an_upstream_file_changed_after_download_is_detected(mirror, tmp_path):
         load_recording(local)
     local.write_bytes(data)
     assert load_recording(local)
+
+
+def test_a_verified_file_is_restored_offline_wherever_it_came_from(mirror, tmp_path, monkeypatch):
+    """A file fetched once (here from the mirror) is kept by its sha256: removed (as
+    Snakemake removes a job's outputs before it reruns it), it comes back without the
+    mirror and without the network, the same bytes; a damaged store copy is not used."""
+    from helixbench import paths
+    from helixbench.datasets.fetch import fetch_local
+
+    monkeypatch.chdir(tmp_path)
+    entry = lookup(GENEGPT_REPO, DATA, GENEGPT_COMMIT)
+    output = Path(paths.UPSTREAM_DIR) / entry.relpath
+    lock = Path(paths.UPSTREAM_LOCK)
+    assert fetch_local(output, mirror, lock) == entry.sha256
+    output.unlink()
+    monkeypatch.setattr("helixbench.datasets.fetch._download", _no_network)
+    assert fetch_local(output, None, lock) == entry.sha256  # offline: from the store
+    assert hashlib.sha256(output.read_bytes()).hexdigest() == entry.sha256
+    kept = Path(paths.UPSTREAM_STORE) / entry.sha256
+    assert kept.stat().st_ino == output.stat().st_ino  # (a hard link: no second copy)
+    output.unlink()
+    kept.unlink()
+    kept.write_bytes(b"damaged")
+    with pytest.raises(FetchError, match="no network"):
+        fetch_local(output, None, lock)
+    assert not kept.exists()
+
+
+def _no_network(url, out, timeout, attempts):
+    raise FetchError(f"no network for {url}")

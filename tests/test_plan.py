@@ -176,3 +176,32 @@ def test_plan_check_names_each_runs_missing_key_silent_server_and_missing_file(
     assert not any("up / no-tools" in c for c in checks)
     assert any("the mirror" in c and "lacks" in c and "geneturing.json" in c for c in checks)
     assert "problem(s)" in str(failed.value.code)
+
+
+def test_plan_check_says_when_a_run_would_need_the_network(tmp_path, monkeypatch, capsys):
+    """Without a mirror, the upstream files not here yet are the one step that needs the
+    network: named (how many, how large, from where); once here, nothing is."""
+    import yaml
+
+    from helixbench import paths
+    from helixbench.cli import main
+
+    monkeypatch.delenv("HELIXBENCH_MIRROR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    config = {"benchmarks": ["geneturing"], "runs": [{"model": "codex", "method": "genegpt-slim"}]}
+    config["models"] = {"codex": {"backend": "replay", "recording": "genegpt-2023"}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    main(["plan", "--check", "--config", "c.yaml"])
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("check:")]
+    assert said[0].startswith("check: the network: ") and "raw.githubusercontent.com" in said[0]
+    assert said[-1].endswith("once those files are downloaded")
+    # Every file here, by its store copy alone: nothing to download.
+    from helixbench.config import build_plan
+
+    for file in build_plan(config, None).upstream_files():
+        kept = tmp_path / paths.UPSTREAM_STORE / file.sha256
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.touch()
+    main(["plan", "--check", "--config", "c.yaml"])
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("check:")]
+    assert said == ["check: every key, server and file the runs need is here"]
