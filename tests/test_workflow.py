@@ -1069,3 +1069,45 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     finally:
         view.terminate()
         view.wait(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+def test_switching_configs_reruns_nothing_and_each_finds_its_report(mirror, tmp_path):
+    """Two configs that give one name to two runs (another task list) and seed other
+    masks: each keeps its own run files and report; run again, neither reruns anything
+    of the other's, and results/report follows the config run last (a dry run moves it
+    not). Without the mirror, offline, nothing is planned and no file changes."""
+    first = {
+        "benchmarks": ["geneturing"],
+        "shards": 1,
+        "tools": {"mode": "offline", "seed": [{"recording": "genegpt-2023", "masks": ["001001"]}]},
+        "models": {"codex": {"backend": "replay", "recording": "genegpt-2023"}},
+        "runs": [{"model": "codex", "method": "genegpt-slim", "tasks": ["Gene alias"]}],
+    }
+    second = json.loads(json.dumps(first))
+    second["runs"][0]["tasks"] = ["Gene alias", "SNP location"]
+    second["tools"]["seed"][0]["masks"] = ["001001", "111111"]
+    for config in (first, second):
+        done = snakemake(tmp_path, config, mirror=mirror)
+        assert done.returncode == 0, done.stderr[-3000:]
+    link = tmp_path / "results" / "report"
+    second_report = link.resolve()
+    offline = {k: v for k, v in os.environ.items() if k != "HELIXBENCH_MIRROR"}
+
+    def without_mirror(config, *args):  # (every file is here: no mirror, no network)
+        return run_snakemake(tmp_path, config, "--cores", "2", *args, env=offline)
+
+    for config in (first, second):
+        again = without_mirror(config, "-n")
+        assert "Nothing to be done" in again.stdout + again.stderr, again.stderr[-2000:]
+    assert link.resolve() == second_report  # (dry runs move nothing)
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "resources").rglob("*") if p.is_file()}
+    again = without_mirror(first)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    assert link.is_symlink() and link.resolve() != second_report
+    assert (link / "report.md").read_text().count("codex / genegpt-slim") >= 1
+    runs = sorted(p.parent.name for p in (tmp_path / "results/runs/codex/genegpt-slim").glob("*/*"))
+    assert len(set(runs)) == 2  # one folder per variant of the run
+    after = {p: p.stat().st_mtime_ns for p in (tmp_path / "resources").rglob("*") if p.is_file()}
+    assert after == before
