@@ -349,7 +349,8 @@ def _replay_text(replay: pd.DataFrame) -> str:
 HOW_TO_READ = """\
 - Numbers are shown to 3 significant digits; the CSV files keep 7 decimals.
   Intervals are 95% bootstrap intervals over questions (10,000 resamples, seed 0; a
-  macro score resamples within each task).
+  macro score resamples within each task); on fewer than 10 questions none is given
+  ("too few to tell").
 - Ranks are per benchmark. A run marked ‡ covers fewer of its benchmark's tasks than
   the best-covered run there: its macro averages fewer tasks.
 - Scores use GeneGPT's upstream evaluator (`genegpt` metric) and the `strict` one
