@@ -1,4 +1,5 @@
-"""inspect_evals' own LAB-Bench tasks (lab_bench_dbqa, lab_bench_seqqa), run by Inspect
+"""inspect_evals' own LAB-Bench tasks (lab_bench_dbqa, lab_bench_seqqa,
+lab_bench_cloning_scenarios), run by Inspect
 in the peer's environment on the pinned public rows: its Hugging Face download is
 replaced by the same rows read as a local dataset (the tasks' files in name order),
 nothing else; its seeds, template, solver and scorer are its own. Writes each task's
@@ -6,7 +7,7 @@ every sample as the task's dataset holds it (its choices in the order drawn, its
 target), and, run on MODEL (``--limit``: the first N samples of each task), its
 status, metrics and per-sample verdicts (C, I or N), as JSON.
 
-    python inspect_lab_bench.py LAB_BENCH_DIR DbQA,SeqQA MODEL OUT.json
+    python inspect_lab_bench.py LAB_BENCH_DIR DbQA,SeqQA,CloningScenarios MODEL OUT.json
         [--max-connections N] [--limit N]
 """
 
@@ -18,7 +19,11 @@ import inspect_ai
 import inspect_ai.dataset
 from inspect_evals.lab_bench import lab_bench
 
-TASKS = {"DbQA": lab_bench.lab_bench_dbqa, "SeqQA": lab_bench.lab_bench_seqqa}
+TASKS = {
+    "DbQA": lab_bench.lab_bench_dbqa,
+    "SeqQA": lab_bench.lab_bench_seqqa,
+    "CloningScenarios": lab_bench.lab_bench_cloning_scenarios,
+}
 
 
 def local_rows(folder: Path):

@@ -28,6 +28,7 @@ class OpenAIServerState:
     context_chars: int = 100_000  # a prompt longer than this is refused
     faults: collections.deque = field(default_factory=collections.deque)
     received: list = field(default_factory=list)  # (path, body, headers) of each POST
+    raw: list = field(default_factory=list)  # each POST's body as it came, bytes
     listings: int = 0  # GET /v1/models requests
     lock: threading.Lock = field(default_factory=threading.Lock)
     # GET /v1/models: the entries it lists (llama.cpp adds a volatile "created").
@@ -115,10 +116,12 @@ class _Handler(QuietHandler):
         return self._send(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = json.loads(raw or b"{}")
         with self.state.lock:
             headers = {k.lower(): v for k, v in self.headers.items()}
             self.state.received.append((self.path, body, headers))
+            self.state.raw.append(raw)
             fault = self.state.faults.popleft() if self.state.faults else None
         if fault:
             kind = fault[0]

@@ -51,6 +51,9 @@ from ..environments import environment_python
 from ..paths import PEER_TEMPLATES
 
 VARIANTS = ("inspect", "futurehouse")
+# What inspect_evals' lab_bench tasks send with a prompt: the model and the message,
+# no generation parameter (its tasks set no GenerateConfig).
+INSPECT_UNSENT = ("stop", "max_tokens", "temperature")
 LETTERS = string.ascii_uppercase
 ZERO_SHOT = lookup(
     "ScienceOne-AI/ScienceEval",
@@ -88,6 +91,9 @@ class Presentation:
     options: tuple[str, ...]  # the choices' texts as shown, letter by letter
     variant: str
     answer_pattern: str | None = None  # where the variant's parse reads the letter from
+    # Generation parameters its peer sends none of (inspect_evals' lab_bench: no stop,
+    # no max_tokens, no temperature): left to the server's defaults, as it leaves them.
+    unsent: tuple[str, ...] = ()
 
     def letter_of(self, text: str | None) -> str | None:
         """The letter a reply picks (None: it picks none the variant can read)."""
@@ -198,7 +204,9 @@ def _inspect(questions: list, seed: int, template: str) -> dict:
         options = "\n".join(f"{LETTERS[k]}) {text}" for k, text in enumerate(texts))
         letters = ",".join(LETTERS[: len(positions)])
         prompt = template.format(choices=options, letters=letters, question=question.text)
-        shown[question.id] = Presentation(prompt, tuple(positions), texts, "inspect")
+        shown[question.id] = Presentation(
+            prompt, tuple(positions), texts, "inspect", unsent=INSPECT_UNSENT
+        )
     return shown
 
 

@@ -52,6 +52,7 @@ from .choices import presentations
 from .genegpt import DEMONSTRATIONS, demonstration_urls
 from .toolsets import DEFAULT, toolset
 
+DEFAULT_MAX_TOKENS = 512
 # Versioned with the prompts: a change of wording is another method.
 PROMPT_VERSION = "qa-1"
 TASK = "You answer questions about genes, genetic variants, diseases and DNA sequences. "
@@ -84,7 +85,7 @@ class FunctionCalling:
     max_tool_rounds: int = 10
     reply_cap: int = 10_000
     parallel_tool_calls: bool = True
-    max_tokens: int = 512
+    max_tokens: int | None = None  # None: 512, or a peer's prompt's own (none sent)
     # Multiple-choice questions (by id), as the method's ``choices`` variant shows them.
     presentations: dict = field(default_factory=dict, compare=False)
 
@@ -144,11 +145,16 @@ class FunctionCalling:
             question, read, result.presented = shown.prompt, shown.letter_of, list(shown.presented)
         logged = len(messages) - 1  # the question: what the first call adds to the header
         schemas = self.schemas(functions) if self.tools else None
+        # A peer's prompt is sent with the generation parameters the peer sends (none,
+        # for inspect_evals'); a max_tokens the method sets is sent all the same.
+        unsent = shown.unsent if shown is not None else ()
+        if self.max_tokens is not None:
+            unsent = tuple(name for name in unsent if name != "max_tokens")
         for call_index in range(self.max_tool_rounds + 1):
             request = CompletionRequest(
                 prompt=question,
                 stop=(),
-                max_tokens=self.max_tokens,
+                max_tokens=self.max_tokens or DEFAULT_MAX_TOKENS,
                 temperature=0.0,
                 question_id=question_id,
                 question=question,
@@ -156,6 +162,7 @@ class FunctionCalling:
                 messages=tuple(messages),
                 tools=schemas,
                 parallel_tool_calls=None if self.parallel_tool_calls else False,
+                unsent=unsent,
             )
             started = time.perf_counter()
             try:

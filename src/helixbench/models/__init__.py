@@ -42,6 +42,11 @@ class CompletionRequest:
     # False: at most one tool call a turn (the API's ``parallel_tool_calls``); None: the
     # server's default.
     parallel_tool_calls: bool | None = None
+    # Generation parameters left to the server's defaults, not sent (of "stop",
+    # "max_tokens", "temperature"): a peer harness that sends none of them is asked as it
+    # asks (inspect_evals' LAB-Bench). A backend that runs the model itself still uses
+    # the values above.
+    unsent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,8 @@ def request_key(identity: dict, request: CompletionRequest) -> str:
         key["tools"] = list(request.tools)
     if request.parallel_tool_calls is not None:
         key["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.unsent:  # (a server's default temperature is not temperature 0)
+        key["unsent"] = sorted(request.unsent)
     return sha256_json(key)
 
 
