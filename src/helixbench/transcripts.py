@@ -45,7 +45,8 @@ class QuestionResult:
     answer: str | None = None
     # None, or why there is no answer or only a stand-in for one: lengthError,
     # numError (GeneGPT's loop), model_error, model_miss (replay), parse_error,
-    # tool_error, no_term (gene-set methods), missing_in_source (imported runs).
+    # tool_error, no_term (gene-set methods), missing_in_source and failed_in_source
+    # (imported runs: the source has no answer, or says its run failed there).
     error: str | None = None
     events: list[Event] = field(default_factory=list)
     # A multiple-choice question's choices as shown, by their indices in the question's
@@ -54,6 +55,9 @@ class QuestionResult:
     # The system's own confidence in its answer, where it states one (Hu et al.'s
     # prompt asks for it); kept in the record where set.
     confidence: float | None = None
+    # The source's own verdict on an imported answer (LABBench2's: its value, its
+    # grader's reason and the grader); kept in the record where set.
+    published: dict | None = None
 
     def finish(self, answer: str | None, error: str | None = None) -> QuestionResult:
         self.answer, self.error = answer, error
@@ -71,7 +75,7 @@ def to_record(result: QuestionResult, run: dict, wall_s: float) -> dict:
     # The record is serialised at once: a shallow copy of the result (not asdict's deep
     # one) is all it needs.
     record = {**run, **{f.name: getattr(result, f.name) for f in fields(result)}}
-    for optional in ("presented", "confidence"):
+    for optional in ("presented", "confidence", "published"):
         if record[optional] is None:
             del record[optional]
     record["events"] = [vars(event) for event in result.events]

@@ -50,6 +50,9 @@ class Benchmark:
     pooled: bool = False
     multiple_choice: bool = False  # its questions have choices (methods.choices)
     family: str | None = None  # benchmarks also scored together (LAB-Bench's: "labbench")
+    # Tasks whose every question needs files only their source had (LABBench2's figures):
+    # answered by imported runs alone; a live run asks the other tasks' askable questions.
+    imported_only: tuple[str, ...] = ()
 
     @property
     def tasks(self) -> list[str]:

@@ -95,6 +95,7 @@ def compare(args) -> None:
 
 def plan(args) -> None:
     from ..benchmarks import local_question_table
+    from ..datasets.questions import NEEDS_FILES
     from ..datasets.fetch import resolve_mirror
     from ..report.question_bank import overlap_summary
     from ..report.text import counted
@@ -116,6 +117,9 @@ def plan(args) -> None:
             of_task = [q for q in questions if (q.benchmark, q.task) == (task.benchmark, task.task)]
             ids = {q.id for q in of_task}
             line = f"\t{task.benchmark}\t{task.task}\t{counted(len(of_task), 'question')}"
+            held = sum(not q.askable for q in of_task)
+            if held and not run.imported:  # (asked by the source that had their files)
+                line += f", {len(of_task) - held} askable ({held} need {NEEDS_FILES})"
             if spec.get("sample"):
                 line += f", {len(ids & (asked | set(repeats)))} sampled"
             shared = sum(q.overlap is not None for q in of_task)

@@ -11,7 +11,7 @@ its key.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from .. import paths
@@ -26,7 +26,6 @@ from ..errors import ConfigError, unknown_name
 from ..gateway.sandbox.view import check_paths, judged_places
 from ..genegpt_format import MASK, check_mask
 from ..methods import ANY_BENCHMARK_KINDS, CHAT_KINDS, GENESET_KINDS
-from ..methods.choices import template_source, upstream_sources
 from ..methods.genegpt import PRESETS
 from ..methods.originals import RUNNERS_DIR, complete_spec, original
 from ..models import backend
@@ -38,12 +37,12 @@ from ..sources.published import (
     claimed_files,
     rank_files,
     resolve_source,
-    task_file,
 )
 from ..sources.recordings import RECORDINGS, recorded_runs, snapshot_run
 from ..tools.executor import ToolSettings
 from . import plan as plan_module
-from .plan import Plan, RunTask
+from .plan import Plan
+from .tasks import RunConfig, run_tasks
 
 __all__ = ["ConfigError", "build_plan", "config_hash", "resolve_method", "resolve_scoring"]
 
@@ -130,11 +129,11 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
                 raise ConfigError(str(exc)) from None
         tools = {"mode": mode}  # the rest of ``tools`` shapes no result: jobs get it apart
         _check_task_names(where, run.get("tasks") or [], benchmarks)
-        of_run = _RunConfig(
+        of_run = RunConfig(
             where, run, model_spec, method_spec, run.get("shards", config.get("shards", 1)), mirror
         )
         for benchmark in benchmarks:
-            new, new_notes = _run_tasks(of_run, benchmark, sources)
+            new, new_notes = run_tasks(of_run, benchmark, sources)
             if run.get("tasks"):  # a run restricted to some tasks (by name or slug)
                 wanted = set(run["tasks"])
                 new = [t for t in new if t.task in wanted or t.task_slug in wanted]
@@ -209,45 +208,6 @@ def _index(where: str, method_spec: dict, indexes: dict) -> str:
 # GeneAgent's recorded g:Profiler top terms, for the sets of the MSigDB dataset.
 _TOP1 = lookup(GENEAGENT_REPO, "GSEATerms/MsigDB.EnrichTerms.top1.json", GENEAGENT_COMMIT)
 RECORDED_GSEA = {task: _TOP1 for task in GENESET_FILES if task.startswith("MSigDB")}
-
-
-@dataclass(frozen=True)
-class _RunConfig:
-    """One run entry of the config, resolved: what its tasks are built from."""
-
-    where: str  # e.g. "runs[2]", for messages
-    run: dict
-    model_spec: dict
-    method_spec: dict
-    shards: int
-    mirror: Path | None
-
-    def task(self, benchmark: str, task: str, **fields) -> RunTask:
-        run = self.run
-        if get_benchmark(benchmark).multiple_choice:  # the prompt variant's wording
-            variant = self.method_spec.get("choices", "inspect")
-            fields["choice_templates"] = template_source(variant)
-            fields["choice_upstream"] = tuple(upstream_sources(variant))
-        return RunTask(
-            run["model"],
-            run["method"],
-            benchmark,
-            task,
-            self.shards,
-            self.model_spec,
-            self.method_spec,
-            **fields,
-        )
-
-    def note(self, benchmark: str, level: str, message: str) -> dict:
-        run = self.run
-        return {
-            "model": run["model"],
-            "method": run["method"],
-            "benchmark": benchmark,
-            "level": level,
-            "message": message,
-        }
 
 
 def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_spec: dict):
@@ -426,74 +386,6 @@ def _snapshot_path(task, run, live_snapshots, snapshot_runs, mirror) -> str | No
     )
 
 
-def _run_tasks(of_run: _RunConfig, benchmark: str, sources: dict):
-    run, model_spec = of_run.run, of_run.model_spec
-    facts = backend(model_spec["backend"])
-    if facts.published:
-        return _imported_tasks(of_run, benchmark, sources)
-    if not facts.recorded:  # a live model runs every task of the benchmark
-        return [of_run.task(benchmark, task) for task in tasks_of(benchmark)], []
-    recording = model_spec["recording"]
-    if recording not in RECORDINGS:
-        raise ConfigError(
-            f"models.{run['model']}.recording: {unknown_name('recording', recording, RECORDINGS)}"
-        )
-    mask = of_run.method_spec["mask"]
-    recorded = {r.task: r for r in recorded_runs(recording, benchmark, mask)}
-    files = {task: (r.file, {"recorded": r}) for task, r in recorded.items()}
-    tasks, notes, unrecorded = _tasks_from_files(of_run, benchmark, files, "recorded upstream")
-    group = tuple(r for r in recorded.values() if available(r.file.url, of_run.mirror))
-    tasks = [replace(t, recorded_group=group) for t in tasks]
-    if unrecorded:
-        message = f"{recording} has no recording of mask {mask} for " + ", ".join(unrecorded)
-        notes.append(of_run.note(benchmark, "note", message))
-    return tasks, notes
-
-
 def config_hash(config: dict) -> str:
     """sha256 of the config as it shapes results (the mirror location does not)."""
     return sha256_json({k: v for k, v in config.items() if k != "mirror"})
-
-
-def _imported_tasks(of_run: _RunConfig, benchmark: str, sources: dict):
-    """An imported run covers the tasks its source has a pinned file for; a task it
-    lacks, or whose file the mirror lacks, is left out, with a note where the run named
-    it (a run that names no task covers what its source published, and says nothing of
-    what it did not)."""
-    source = sources[of_run.run["model"]]
-    files = {}
-    for task in tasks_of(benchmark):
-        file = task_file(source, benchmark, task)
-        if file is not None:
-            files[task] = (file, {"imported": file, "imported_format": source["format"]})
-    origin = f"published in {source['name']}"
-    tasks, notes, absent = _tasks_from_files(of_run, benchmark, files, origin)
-    named = set(of_run.run.get("tasks") or ())
-    absent = [task for task in absent if task in named or slugify(task) in named]
-    if absent:
-        message = f"{source['name']} has no pinned output for " + ", ".join(absent)
-        notes.append(of_run.note(benchmark, "note", message))
-    return tasks, notes
-
-
-def _tasks_from_files(of_run: _RunConfig, benchmark: str, files: dict, origin: str):
-    """The tasks of a run answered from pinned files (replayed or imported).
-
-    ``files``: task -> (its file, the RunTask fields naming it). Returns the tasks,
-    a warning for each file the mirror lacks, and the tasks without a file.
-    """
-    tasks, notes, absent = [], [], []
-    for task in tasks_of(benchmark):
-        if task not in files:
-            absent.append(task)
-            continue
-        file, fields = files[task]
-        if not available(file.url, of_run.mirror):
-            message = (
-                f"{task}: {origin} ({file.url}) but the mirror {of_run.mirror} lacks it; "
-                "left out of this report"
-            )
-            notes.append(of_run.note(benchmark, "warning", message))
-        else:
-            tasks.append(of_run.task(benchmark, task, **fields))
-    return tasks, notes, absent

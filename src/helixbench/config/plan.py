@@ -58,6 +58,9 @@ class RunTask:
     sample: int | None = None  # questions per task (a fixed pseudo-random choice); None: all
     imported: UpstreamFile | None = None  # an imported source's file holding this task
     imported_format: str | None = None
+    # A LABBench2 source's reports of this task, (path, sha256) in the order its
+    # retries came (pinned: the run then each retry; a user's own: as the config lists).
+    imported_reports: tuple[tuple[str, str], ...] = ()
     gsea_terms: UpstreamFile | None = None  # recorded top enrichment terms (gsea-top1)
     index: str | None = None  # the corpus index the method retrieves from (brad)
     # Multiple choice (methods.choices): the peers' wording, and the pinned upstream
@@ -100,10 +103,16 @@ class RunTask:
             "imported_url": self.imported.url if self.imported else None,
             "imported_sha256": self.imported.sha256 if self.imported else None,
             "imported_format": self.imported_format,
+            **self._reports_spec(),
             "gsea_terms": upstream_path(self.gsea_terms) if self.gsea_terms else None,
             "index": self.index,
             **self._choice_spec(),
         }
+
+    def _reports_spec(self) -> dict:
+        if not self.imported_reports:  # (no LABBench2 reports: its spec as before)
+            return {}
+        return {"imported_reports": [list(r) for r in self.imported_reports]}
 
     def _choice_spec(self) -> dict:
         if not self.choice_templates:  # (a task of no multiple choice: its spec as before)
@@ -192,6 +201,7 @@ class Run:
         """Upstream files a run job reads besides recordings: imported outputs, recorded
         enrichment terms."""
         paths_ = [t.imported_path for t in self.tasks if t.imported]
+        paths_ += [path for t in self.tasks for path, _ in t.imported_reports]
         paths_ += [upstream_path(t.gsea_terms) for t in self.tasks if t.gsea_terms]
         paths_ += [f"{paths.UPSTREAM_DIR}/{p}" for p in self.first.method_spec.get("upstream", [])]
         for task in self.tasks:  # a multiple-choice prompt's wording

@@ -33,6 +33,11 @@ def gold_text(gold: str | list[str]) -> str:
     return gold if isinstance(gold, str) else ", ".join(map(str, gold))
 
 
+# What a question needs that only the system that answered it had (LABBench2's
+# attachments, figures and tables, on its hub): asked only by imported runs.
+NEEDS_FILES = "the hub's files"
+
+
 @dataclass(frozen=True)
 class Question:
     id: str
@@ -50,6 +55,16 @@ class Question:
     overlap: str | None = None
     # A multiple-choice question's choices, the benchmark's order (the right one first).
     choices: list[str] | None = None
+    # LABBench2's: the question's type (``gc_content``, ``gibson``), and what asking it
+    # needs beside its text (benchmarks.labbench2.NEEDS; "the hub's files": not askable).
+    subtype: str | None = None
+    needs: str | None = None
+
+    @property
+    def askable(self) -> bool:
+        """Whether any model and method can ask it: all it needs is its text and the
+        tools (not the files of a hub that is not pinned: :data:`NEEDS_FILES`)."""
+        return self.needs != NEEDS_FILES
 
     @classmethod
     def at(cls, benchmark: str, task: str, index: int, text: str, gold, **fields) -> Question:
@@ -110,8 +125,9 @@ def write_questions(questions: Iterable[Question], path: Path) -> None:
     with open(tmp, "w") as fh:
         for q in questions:
             row = asdict(q)
-            if row["choices"] is None:  # (a table of no multiple choice reads as before)
-                del row["choices"]
+            for optional in ("choices", "subtype", "needs"):  # (unset: as before)
+                if row[optional] is None:
+                    del row[optional]
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     tmp.replace(path)
 

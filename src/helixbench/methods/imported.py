@@ -5,6 +5,10 @@ answer and, where the source logged them (GeneGPT's format), its model calls and
 the tool replies the next prompt shows, as the same events our own runs record,
 so the per-question view and the error taxonomy treat them alike. A question the
 source does not answer is recorded as ``missing_in_source`` (scored, as a miss).
+
+LABBench2's reports (:class:`LabBench2Answers`) are matched by the question's id in
+LABBench2; a case keeps its published verdict in the record (``published``), a
+failure is recorded as ``failed_in_source`` with the harness's error.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..digests import sha256_text
+from ..sources import labbench2
 from ..sources.published import ImportedItem, load_items
 from ..sources.recordings import LOOP_ERRORS, RecordedItem, infer_loop, recorded_tool_replies
 from ..transcripts import Event, QuestionResult
@@ -92,9 +97,52 @@ def _tool_data(url: str, rendered: str | None) -> dict:
     }
 
 
+class LabBench2Answers:
+    """A system's merged LABBench2 reports of one task, answering by LABBench2's ids."""
+
+    def __init__(self, merged: dict, source_ids: dict[str, str]):
+        self.cases = {c["id"]: c for c in merged["cases"]}
+        self.failures = {f["id"]: f for f in merged["failures"]}
+        self.source_ids = source_ids  # our question id -> LABBench2's
+        self.reported = merged.get("model")
+
+    def run(self, question_id: str, question: str, model, tools) -> QuestionResult:
+        result = QuestionResult(question_id=question_id)
+        their_id = self.source_ids.get(question_id)
+        if their_id in self.failures:
+            failure = self.failures[their_id]
+            message = str(failure.get("error_message") or "")[:2000]
+            result.events = [Event("model", 0, _reported(None, message))]
+            return result.finish(answer=None, error="failed_in_source")
+        case = self.cases.get(their_id)
+        if case is None:
+            return result.finish(answer=None, error="missing_in_source")
+        answer = case.get("llm_answer")
+        data = _reported(answer, None)
+        if isinstance(case.get("task_duration"), int | float):
+            data["original_latency_s"] = case["task_duration"]
+        result.events = [Event("model", 0, data)]
+        result.published = labbench2.verdict(case)
+        return result.finish(answer=answer or None)
+
+
+def _reported(completion: str | None, error: str | None) -> dict:
+    return {"prompt_increment": None, "completion": completion, "cache": "imported", "error": error}
+
+
 def prepare(context) -> Prepared:
     """An imported task: the source's items for it, read from its pinned file; no tools."""
     task = context.task
+    if task["imported_format"] == "labbench2":
+        merged = labbench2.read_merged(task["imported_reports"])
+        ids = {
+            q.id: q.source_id
+            for q in context.every
+            if (q.benchmark, q.task) == (task["benchmark"], task["task"])
+        }
+        files = [{"path": p, "sha256": d} for p, d in task["imported_reports"]]
+        info = {"imported_from": files, "reported_model": labbench2.maker(merged.get("model", ""))}
+        return Prepared(LabBench2Answers(merged, ids), context.model, info=info)
     ours = [q for q in context.every if (q.benchmark, q.task) == (task["benchmark"], task["task"])]
     items, _ = load_items(
         Path(task["imported"]),

@@ -60,6 +60,8 @@ def _covered(questions: list[Question], spec: dict) -> list[tuple[dict, Question
         of_task = by_task.get((task["benchmark"], task["task"]))
         if not of_task:
             raise ValueError(f"no questions for {task['benchmark']} / {task['task']}")
+        if task.get("imported_format") is None:  # (only its source asks for the hub's files)
+            of_task = [q for q in of_task if q.askable]
         if spec.get("sample"):
             of_task = sample_questions(of_task, spec["sample"])
         chosen += [(task, q) for q in of_task]
@@ -332,7 +334,9 @@ def score_run(
                 score = scorer(question.task, record["answer"], question.gold, question.text)
             if score is None:
                 continue
-            rows.append(_row(spec, question, record, name, score, scorers.scored_by(name)))
+            score, reason = score if isinstance(score, tuple) else (score, None)
+            row = _row(spec, question, record, name, score, scorers.scored_by(name))
+            rows.append({**row, "reason": reason} if reason is not None else row)
     calls = {}
     if ragas_env and ragas_applies(spec, scoring):
         own = [r for r in records if "answered_as" not in r]
@@ -359,8 +363,15 @@ def score_run(
                     found_row["scored_by"],
                 )
             )
+    for question_id, call in scorers.judge_calls().items():  # LABBench2's judge's
+        calls[question_id] = {"scorer": "lb2_judge", **call}
     rows.sort(key=lambda r: (r["benchmark"], r["task"], r["metric"], r["index"]))
     _write_lines(Path(output), rows)
     if judge_calls is not None:
-        _write_lines(Path(judge_calls), [{"question_id": q, "events": e} for q, e in calls.items()])
+        # (RAGAs': the events; LABBench2's judge: the verdict and the events)
+        entries = [
+            {"question_id": q, **(e if isinstance(e, dict) else {"events": e})}
+            for q, e in calls.items()
+        ]
+        _write_lines(Path(judge_calls), entries)
     log.info("%d scores; model-based scorers: %s", len(rows), scorers.identities())

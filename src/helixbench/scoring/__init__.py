@@ -25,6 +25,9 @@ Which scorers score a task comes from the config's ``scoring`` section:
 - ``accuracy``, ``precision``, ``coverage``: a multiple-choice question's, scored
   from the record (the choice picked, by its place): right, right among answered,
   answered (:mod:`.choice`).
+- ``labbench2``, ``lb2_published``, ``lb2_value``, ``lb2_judge``: LABBench2's answers
+  three ways: its published verdict, helixbench's deterministic one, a judge with its
+  own prompts (:mod:`.labbench2`).
 - ``named``: a gene-set reply names a process (not "System of unrelated proteins");
   ``confidence``: the model's own confidence score, from the record (:mod:`.stated`).
 
@@ -43,6 +46,7 @@ from ..paths import user_cache_dir
 from .choice import CHOICE_SCORERS
 from .extract import extract_answer
 from .genegpt import genegpt_score
+from .labbench2 import LabBench2Published, LabBench2Score, LabBench2Value
 from .labels import tf_label, yes_no
 from .lists import list_precision, list_recall, names_f1, names_precision, names_recall
 from .sequence import sequence_exact, sequence_identity
@@ -51,6 +55,7 @@ from .strict import alias_recall, strict_score
 from .text import ROUGE_TYPES, EmbeddingScorer, PercentileScorer, rouge_scorer_for
 
 Scorer = Callable[..., "float | None"]
+LABBENCH2_SCORERS = ("labbench2", "lb2_published", "lb2_value", "lb2_judge")
 
 
 def extracted_score(task: str, answer: str | None, gold, question: str = "") -> float | None:
@@ -102,6 +107,7 @@ SCORER_NAMES = (
     "percentile",
     "judge",
     "model_extracted",
+    *LABBENCH2_SCORERS,
 )
 # Scorers that describe what a system did, not how right it was (whether it named a
 # process for a contaminated set, and how sure it said it was: naming a random set is
@@ -112,6 +118,7 @@ CORRECTNESS_SCORERS = frozenset(
     {"genegpt", "extracted", "model_extracted", "strict", "alias_recall", "judge"}
     | {"sequence_exact", "list_recall", "list_precision", "tf_label", "yes_no"}
     | {"names_recall", "names_precision", "names_f1", "accuracy", "precision"}
+    | set(LABBENCH2_SCORERS)
 )
 # Scorers that ask a model of the registry, and the scoring key naming it.
 MODEL_SCORERS = {"judge": "judge", "model_extracted": "extractor"}
@@ -175,6 +182,21 @@ class Scorers:
             return PercentileScorer(
                 self.get("embedding"), candidates, backgrounds_dir(self._model_cache)
             )
+        if name == "lb2_published":
+            return LabBench2Published()
+        if name == "lb2_value":
+            return LabBench2Value()
+        if name == "lb2_judge":  # (no judge model: no judge scores, the rest as they are)
+            from ..benchmarks.labbench2 import PROMPTS
+            from ..paths import upstream_path
+            from .labbench2 import LabBench2Judge
+
+            model = self.scoring.get("judge", {}).get("model")
+            spec = self._models.get(model)
+            return LabBench2Judge(model, spec, Path(upstream_path(PROMPTS)), self._model_cache)
+        if name == "labbench2":
+            parts = ("lb2_published", "lb2_value", "lb2_judge")
+            return LabBench2Score(*(self.get(part) for part in parts))
         if name in MODEL_SCORERS:
             key = MODEL_SCORERS[name]
             model = self.scoring.get(key, {}).get("model")
@@ -197,6 +219,14 @@ class Scorers:
         """What produced ``name``'s scores where a model did (the encoder), else None."""
         label = getattr(self.get(name), "label", None)
         return label() if callable(label) else None
+
+    def judge_calls(self) -> dict[str, dict]:
+        """Question id -> the call a scorer made of a judge and its verdict (LABBench2's
+        judge), for the score job's judge-call file."""
+        found = {}
+        for scorer in self._built.values():
+            found.update(getattr(scorer, "calls", {}))
+        return found
 
     def identities(self) -> dict:
         """What the model-based scorers used, for the report's provenance."""

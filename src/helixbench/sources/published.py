@@ -12,7 +12,11 @@ three formats:
   per set (:mod:`.geneagent_outputs`: how blocks are read and paired with sets);
 - ``hu``: Hu et al.'s processed runs, a TSV row per set with the set's genes at each
   contamination level and, per level, the model's ``<model>_<level> Name``,
-  ``Analysis`` and ``Score`` (its own confidence) columns.
+  ``Analysis`` and ``Score`` (its own confidence) columns;
+- ``labbench2``: LABBench2's reports (:mod:`.labbench2`), one a system, tag and mode,
+  with its retries: the pinned ones of its paper (by ``system``; the method's
+  ``flags`` pick its run with tools), or a user's own run's (``reports``: task ->
+  local paths, in the order its retries came), matched to our questions by id.
 
 Questions are matched to ours verbatim (gene sets: by the alignment of
 :mod:`.geneagent_outputs`); golds always come from our benchmark files. A source's
@@ -34,7 +38,7 @@ from ..datasets.jsonfiles import read_json, read_text
 from ..datasets.upstream import HU_COMMIT, HU_REPO, UNKNOWN, UpstreamFile, manifest
 from .geneagent_outputs import align, read_blocks
 
-FORMATS = ("genegpt", "task_dict", "geneagent", "hu")
+FORMATS = ("genegpt", "task_dict", "geneagent", "hu", "labbench2")
 
 # Other repositories' spellings of our (upstream GeneGPT's) task names.
 SPELLINGS = {
@@ -132,6 +136,23 @@ def _hu_compared(model: str, file: str) -> dict:
 
 HU_COMPARED = tuple(task for task, (_genes, compared, _level) in HU_TASKS.items() if compared)
 QWEN_PROMPT = "GeneGPT prompt as modified by OpenBioLLM"
+LABBENCH2_PAPER = "LABBench2 (FutureHouse and Edison Scientific, 2026); EdisonScientific/labbench2"
+
+
+def _labbench2(system: str, model: str) -> dict:
+    from ..benchmarks.labbench2 import COMMIT, REPO
+
+    return {
+        "repo": REPO,
+        "commit": COMMIT,
+        "format": "labbench2",
+        "system": system,
+        "model": model,
+        "prompt": "LABBench2's harness (its native SDK runner; with the method's flags)",
+        "cite": LABBENCH2_PAPER,
+    }
+
+
 SOURCES = {
     "openbiollm/pre_qwen32b": _openbiollm(
         "pre_qwen32b", "Qwen2.5-32B (Ollama, temperature 0)", f"{QWEN_PROMPT}, full"
@@ -186,6 +207,12 @@ SOURCES = {
     "hu/gemini-pro": _hu_compared("Gemini Pro", "gemini_pro"),
     "hu/llama2-70b": _hu_compared("Llama 2 70B", "llama2_70b"),
     "hu/mixtral": _hu_compared("Mixtral Instruct", "mixtral_instruct"),
+    # LABBench2's paper's runs of today's frontier, each bare and with tools.
+    "labbench2/gpt-5-2": _labbench2("gpt-5-2", "GPT-5.2 (OpenAI)"),
+    "labbench2/claude-opus-4-5": _labbench2("claude-opus-4-5", "Claude Opus 4.5 (Anthropic)"),
+    "labbench2/gemini-3-pro-preview": _labbench2(
+        "gemini-3-pro-preview", "Gemini 3 Pro preview (Google)"
+    ),
 }
 
 
@@ -206,10 +233,36 @@ def resolve_source(source: str | dict, where: str) -> dict:
     spec = dict(source)
     if spec.get("format") not in FORMATS:
         raise SourceError(f"{where}.format: {spec.get('format')!r}; one of {', '.join(FORMATS)}")
+    if spec["format"] == "labbench2":  # a user's own run, local files
+        if "reports" not in spec:
+            pinned = ", ".join(s for s in SOURCES if s.startswith("labbench2/"))
+            raise SourceError(f"{where}: a labbench2 source is {pinned} or your own `reports`")
+        return _local_labbench2(spec, where)
     for benchmark, pattern in spec.get("files", {}).items():
         if spec["format"] == "genegpt" and "{task}" not in str(pattern):
             raise SourceError(f"{where}.files.{benchmark}: a genegpt-format path needs {{task}}")
     spec.setdefault("name", f"{spec['repo']}@{spec['commit'][:7]}")
+    return spec
+
+
+def _local_labbench2(spec: dict, where: str) -> dict:
+    """A user's own LABBench2 reports: task -> existing files, each read as it is (its
+    sha256 stated in the run's identity)."""
+    from ..benchmarks.labbench2 import report_files
+
+    reports = spec["reports"]
+    if not isinstance(reports, dict) or not reports:
+        raise SourceError(f"{where}.reports: a map of task (tag/mode) -> report paths")
+    known = report_files()
+    for task, paths in reports.items():
+        if task not in known:
+            raise SourceError(f"{where}.reports: {task!r} is no task; one of {', '.join(known)}")
+        for path in [paths] if isinstance(paths, str) else paths:
+            if not Path(path).expanduser().is_file():
+                raise SourceError(f"{where}.reports.{task}: no file {path}")
+    spec.setdefault("name", f"local LABBench2 reports ({spec.get('model', 'a system')})")
+    spec.setdefault("repo", "local")
+    spec.setdefault("commit", "local")
     return spec
 
 

@@ -1,0 +1,355 @@
+"""LABBench2's answers scored three ways, side by side (docs/benchmarks.md, "LABBench2").
+
+- ``lb2_published``: LABBench2's own verdict as its report publishes it (its
+  HybridEvaluator: the validators for ``seqqa2``, a judge for the rest), 1 where its
+  value is 1.0; a question the harness failed counts 0, as its accuracy counts it.
+- ``lb2_value``: helixbench's deterministic verdict, only where an answer has one
+  right value: a ``seqqa2`` number within the tolerance LABBench2's validator allows
+  by default (:data:`TOLERANCES`), a count, a list of fragment lengths, a set of
+  enzymes or primers, an amino acid; a bare number elsewhere within 1e-6 (the exact-
+  match judge's rule) when the answer states one number; a ``dbqa2`` sequence found in
+  the answer. No verdict where many answers are right (primer design) or where no
+  rule can tell (free text).
+- ``lb2_judge``: LABBench2's judge prompts, read from its pinned ``evals/prompts.py``,
+  put to ``scoring.judge.model``; routed by tag as LABBench2 routes them (``dbqa2``:
+  the recall judge; ``figqa2``/``tableqa2``/``suppqa2``: the exact-match judge; the
+  rest: the semantic judge, which also grades ``seqqa2`` and ``cloning`` here, where
+  LABBench2 runs validators that need its hub's files). A verdict of ``unsure`` or a
+  reply with none is no score (counted apart, never as wrong).
+- ``labbench2`` (primary): the published verdict where the record has one, else the
+  deterministic one, else the judge's.
+
+Each returns ``(score, reason)``: the reasons go to the score lines, so that every
+disagreement is listed with both.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import re
+import time
+from pathlib import Path
+
+from ..models import CompletionRequest, create_model
+
+log = logging.getLogger("helixbench.labbench2")
+
+# seqqa2 types with one right value -> (tolerance, relative), the default of the
+# type's validator (src/labbench2/seqqa2/validate_<type>.py, checked by the tests).
+TOLERANCES = {
+    "gc_content": (0.01, False),
+    "molecular_weight": (0.01, True),
+    "enzyme_kinetics": (0.15, True),
+    "msa_scoring": (0.01, False),
+    "pairwise_distances": (0.05, True),  # absolute for a Hamming distance
+    "protein_hydrophobicity": (0.05, True),
+    "sequence_complexity": (0.1, True),
+    "tm_calculations": (0.2, False),
+}
+EXACT_TYPES = ("restriction_counts", "restriction_digest", "mutation_restriction")
+EXACT_TYPES += ("primer_interactions", "mutation_synonymous", "orf_amino_acid")
+EXACT_MATCH = 1e-6  # LABBench2's exact-match judge: absolute or relative difference
+ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.IGNORECASE | re.DOTALL)
+NUMBER = re.compile(r"-?\d+\.?\d*")
+UNITS = re.compile(r"\s*(bp|nt|aa|kDa|Da|°C|kcal/mol)$", re.IGNORECASE)
+SEQUENCE = re.compile(r"^[ACGTUN]{20,}$|^[ACDEFGHIKLMNPQRSTVWY]{30,}$")
+AMINO = {
+    "ala": "A", "arg": "R", "asn": "N", "asp": "D", "cys": "C", "gln": "Q", "glu": "E",
+    "gly": "G", "his": "H", "ile": "I", "leu": "L", "lys": "K", "met": "M", "phe": "F",
+    "pro": "P", "ser": "S", "thr": "T", "trp": "W", "tyr": "Y", "val": "V",
+    "alanine": "A", "arginine": "R", "asparagine": "N", "aspartate": "D",
+    "aspartic acid": "D", "cysteine": "C", "glutamine": "Q", "glutamate": "E",
+    "glutamic acid": "E", "glycine": "G", "histidine": "H", "isoleucine": "I",
+    "leucine": "L", "lysine": "K", "methionine": "M", "phenylalanine": "F",
+    "proline": "P", "serine": "S", "threonine": "T", "tryptophan": "W", "tyrosine": "Y",
+    "valine": "V", "stop": "*",
+}  # fmt: skip
+NOT_THEIRS = ("missing_in_source",)  # not in LABBench2's figures: no score at all
+
+
+def tag_of(task: str) -> str:
+    return task.split("/")[0]
+
+
+def extracted(answer: str) -> str | None:
+    """The answer inside the first ``<answer>`` tag (LABBench2's extraction), or None."""
+    found = ANSWER_TAG.search(answer)
+    return found.group(1) if found else None
+
+
+def number(text: str) -> float | None:
+    """A number as LABBench2's validators parse one: ``%`` and a unit dropped, the first
+    number of what is left."""
+    text = UNITS.sub("", text.replace("%", "").strip())
+    found = NUMBER.search(text.replace(",", ""))
+    return float(found.group()) if found else None
+
+
+def _close(expected: float, given: float, tolerance: float, relative: bool) -> bool:
+    if relative and expected != 0:
+        return abs(expected - given) / abs(expected) <= tolerance
+    return abs(expected - given) <= tolerance
+
+
+def _amino(label: str) -> str:
+    label = label.strip().rstrip(".").lower()
+    return AMINO.get(label, label.upper())
+
+
+def _names(text: str) -> set[str]:
+    text = text.strip()
+    return set() if text.lower() in ("", "none") else {n.strip().lower() for n in text.split(",")}
+
+
+def seqqa2_value(kind: str, text: str, gold: str, question: str) -> tuple[float, str] | None:
+    """A seqqa2 answer's verdict where its type has one right value (None: a design)."""
+    if kind not in TOLERANCES and kind not in EXACT_TYPES:
+        return None
+    given = extracted(text)
+    if given is None:
+        return 0.0, "no <answer> tag (LABBench2 fails the extraction too)"
+    if kind in TOLERANCES:
+        expected, value = number(gold), number(given)
+        if expected is None:  # ("undefined")
+            same = given.strip().lower() == gold.strip().lower()
+            return float(same), f"{given!r} {'is' if same else 'is not'} {gold!r}"
+        if value is None:
+            return 0.0, f"{given!r} is no number"
+        tolerance, relative = TOLERANCES[kind]
+        if kind == "pairwise_distances" and "hamming" in question.lower():
+            relative = False
+        ok = _close(expected, value, tolerance, relative)
+        within = f"{tolerance:g}{' relative' if relative else ''}"
+        return float(ok), f"{value:g} vs {expected:g}: {'within' if ok else 'beyond'} {within}"
+    if kind == "restriction_counts":
+        value, expected = number(given), number(gold)
+        ok = value is not None and value == expected
+        return float(ok), f"{given!r} vs {gold!r}"
+    if kind == "restriction_digest":
+        try:
+            ours = sorted(int(float(v)) for v in given.split(",") if v.strip())
+            theirs = sorted(int(float(v)) for v in gold.split(",") if v.strip())
+        except ValueError:
+            return 0.0, f"{given!r} is no list of lengths"
+        ok = len(ours) == len(theirs)
+        ok = ok and all(abs(a - b) <= 1 for a, b in zip(ours, theirs, strict=True))
+        return float(ok), f"{ours} vs {theirs} (each within 1, as the validator allows)"
+    if kind in ("mutation_restriction", "primer_interactions"):
+        ok = _names(given) == _names(gold)
+        return float(ok), f"{sorted(_names(given))} vs {sorted(_names(gold))}"
+    ours, theirs = _amino(given.split(",")[-1]), _amino(gold.split(",")[-1])
+    return float(ours == theirs), f"{ours!r} vs {theirs!r}"
+
+
+def value_verdict(question, answer: str | None) -> tuple[float, str] | None:
+    """helixbench's deterministic verdict (module docstring), or None."""
+    tag, gold = tag_of(question.task), question.gold
+    if not isinstance(gold, str) or not gold or tag == "cloning":
+        return None
+    if tag == "seqqa2":
+        return seqqa2_value(question.subtype or "", answer or "", gold, question.text)
+    if tag == "dbqa2":
+        try:
+            leaves = json.loads(gold)
+        except ValueError:
+            return None
+        if not isinstance(leaves, dict) or len(leaves) != 1:
+            return None
+        sequence = str(next(iter(leaves.values()))).upper()
+        if not SEQUENCE.match(sequence):
+            return None
+        found = sequence in re.sub(r"\s+", "", (answer or "").upper())
+        where = "is" if found else "is not"
+        return float(found), f"the {len(sequence)}-letter sequence {where} in it"
+    expected = number(gold) if re.fullmatch(r"\s*-?[\d,]*\.?\d+\s*%?\s*", gold) else None
+    if expected is None:
+        return None
+    text = extracted(answer or "") or (answer or "")
+    numbers = NUMBER.findall(text.replace(",", ""))
+    if not answer:
+        return 0.0, "no answer"
+    if len(numbers) != 1:
+        return None  # (no number, or several: no rule tells which one it gives)
+    value = float(numbers[0])
+    ok = abs(value - expected) <= EXACT_MATCH or _close(expected, value, EXACT_MATCH, True)
+    return float(ok), f"{value:g} vs {expected:g} (within 1e-6: {'yes' if ok else 'no'})"
+
+
+class LabBench2Value:
+    per_record = True
+
+    def score_record(self, question, record: dict):
+        if record.get("error") in NOT_THEIRS:
+            return None
+        return value_verdict(question, record.get("answer"))
+
+
+class LabBench2Published:
+    per_record = True
+
+    def score_record(self, question, record: dict):
+        if record.get("error") == "failed_in_source":
+            return 0.0, "LABBench2's run failed on it (its accuracy counts it wrong)"
+        published = record.get("published")
+        if not published:
+            return None
+        return float(published["value"] == 1.0), str(published.get("reason") or "")
+
+
+def judge_prompts(path: Path) -> dict[str, str]:
+    """LABBench2's judge prompts (``evals/prompts.py``), read as data: the string
+    constants of the module, never run."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            if isinstance(node.value.value, str):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        found[target.id] = node.value.value
+    return found
+
+
+def prompt_name(tag: str) -> str:
+    """Which of LABBench2's prompts grades a tag (its HybridEvaluator's routing)."""
+    if tag == "dbqa2":
+        return "STRUCTURED_EVALUATION_PROMPT_DATA_ACCESS_BENCH_RECALL"
+    if tag.startswith(("figqa2", "tableqa2", "suppqa2")):
+        return "STRUCTURED_EVALUATION_PROMPT_EXACT_MATCH"
+    return "STRUCTURED_EVALUATION_PROMPT"
+
+
+# The structured reply LABBench2's judge gives (pydantic-ai's output tool).
+RESULT_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "final_result",
+        "description": "The evaluation's result.",
+        "parameters": {
+            "type": "object",
+            "properties": {"rationale": {"type": "string"}, "result": {"type": "string"}},
+            "required": ["rationale", "result"],
+        },
+    },
+}
+WORD = re.compile(r"\b(correct|incorrect|unsure)\b", re.IGNORECASE)
+
+
+def parse_verdict(text: str, tool_calls) -> tuple[str, str]:
+    """(verdict, rationale) of a judge's reply: its tool call's arguments, a JSON object
+    in its text, or its last verdict word; ``unparseable`` where none."""
+    for call in tool_calls or ():
+        try:
+            args = json.loads(call.get("arguments") or "{}")
+        except ValueError:
+            continue
+        if isinstance(args, dict) and isinstance(args.get("result"), str):
+            return _word(args["result"]), str(args.get("rationale", ""))
+    for found in re.finditer(r"\{.*\}", text or "", re.DOTALL):
+        try:
+            args = json.loads(found.group())
+        except ValueError:
+            continue
+        if isinstance(args, dict) and isinstance(args.get("result"), str):
+            return _word(args["result"]), str(args.get("rationale", ""))
+    words = WORD.findall(text or "")
+    return (words[-1].lower(), text.strip()) if words else ("unparseable", (text or "").strip())
+
+
+def _word(result: str) -> str:
+    word = result.lower().strip()
+    return word if word in ("correct", "incorrect", "unsure") else "unparseable"
+
+
+class LabBench2Judge:
+    """LABBench2's judge prompts put to a model of the registry; every call is the
+    model's (its response cache keeps it, so a rerun replays it) and recorded
+    (:attr:`calls`, the score job's judge-call file)."""
+
+    per_record = True
+
+    def __init__(self, name: str | None, spec: dict | None, prompts: Path, cache=None):
+        self.name = name
+        self.model = create_model(spec, cache=cache) if spec else None
+        self.chats = bool(spec) and _chats(spec)
+        self._prompts_path = prompts
+        self._prompts: dict | None = None
+        self.calls: dict[str, dict] = {}  # question id -> its call, verdict and events
+
+    def identity(self) -> dict:
+        return {"judge": self.name, **self.model.identity()} if self.model else {}
+
+    def score_record(self, question, record: dict):
+        if self.model is None or record.get("error") in NOT_THEIRS:
+            return None
+        answer = record.get("answer")
+        if not answer or not answer.strip():
+            return 0.0, "No output provided"  # (LABBench2's judge asks nothing either)
+        if question.id not in self.calls:
+            self.calls[question.id] = self._ask(question, answer)
+        call = self.calls[question.id]
+        if call["verdict"] not in ("correct", "incorrect"):
+            return None  # unsure or unparseable: counted apart
+        return float(call["verdict"] == "correct"), call["reason"]
+
+    def _ask(self, question, answer: str) -> dict:
+        from ..methods import model_event
+
+        if self._prompts is None:
+            self._prompts = judge_prompts(self._prompts_path)
+        name = prompt_name(tag_of(question.task))
+        prompt = self._prompts[name].format(
+            question=question.text, correct_answer=question.gold, answer=answer
+        )
+        request = CompletionRequest(
+            prompt=prompt,
+            stop=(),
+            max_tokens=1024,
+            temperature=0.0,
+            question_id=f"lb2_judge:{question.id}",
+            question=question.text,
+            call_index=0,
+            messages=({"role": "user", "content": prompt},) if self.chats else None,
+            tools=(RESULT_TOOL,) if self.chats else None,
+        )
+        started = time.perf_counter()
+        completion = error = None
+        try:
+            completion = self.model.complete(request)
+        except Exception as exc:  # recorded: a judge that fails decides nothing
+            error = exc
+            log.warning("judge call for %s failed: %s", question.id, exc)
+        calls = completion.tool_calls if completion is not None else None
+        verdict, reason = (
+            parse_verdict(completion.text, calls) if completion else ("unparseable", str(error))
+        )
+        event = model_event(
+            request, {"prompt": prompt, "prompt_name": name}, completion, started, error,
+            tool_calls=list(calls) if calls else None,
+        )  # fmt: skip
+        return {"verdict": verdict, "reason": reason, "prompt": name, "events": [vars(event)]}
+
+
+def _chats(spec: dict) -> bool:
+    from ..models import backend
+
+    return backend(spec["backend"]).chats(spec)
+
+
+class LabBench2Score:
+    """The primary score (module docstring): which verdict it took is its reason's
+    first word."""
+
+    per_record = True
+
+    def __init__(self, published, value, judge):
+        self.parts = (("published", published), ("value", value), ("judge", judge))
+
+    def score_record(self, question, record: dict):
+        for name, scorer in self.parts:
+            found = scorer.score_record(question, record)
+            if found is not None:
+                return found[0], f"{name}: {found[1]}"
+        return None
