@@ -58,7 +58,7 @@ RUN_SUMMARY = RUN_SUMMARY_DIR + "/summary.json"
 RUN_SCORE_TABLE = RUN_SUMMARY_DIR + "/scores.parquet"
 # Raised when a summary's content changes: a parameter of the summarize jobs, so
 # Snakemake redoes the summaries an older helixbench wrote.
-RUN_SUMMARY_VERSION = 3
+RUN_SUMMARY_VERSION = 4
 
 # A run's questions and transcripts for the HTML report (index.html loads the copy
 # the report puts in its runs/ folder).
@@ -144,6 +144,12 @@ REPORT = (
     ReportFile("hu_ranks.csv"),
     ReportFile("robustness.png", "robustness", "Figures"),
     ReportFile("robustness.svg"),
+    # LABBench2: the frontier's published runs beside the config's (report/frontier.py)
+    ReportFile("labbench2.csv", "labbench2", "Scores"),
+    ReportFile("labbench2_tools.csv", "labbench2_tools", "Scores"),
+    ReportFile("labbench2_agreement.csv", "labbench2_agreement", "Scores"),
+    ReportFile("labbench2_disagreements.csv"),
+    ReportFile("labbench2_successors.csv"),
 )
 REPORT_FILES = tuple(f.name for f in REPORT)
 

@@ -4,6 +4,7 @@ rule summarize_run:
     input:
         questions=paths.QUESTIONS,
         scores=paths.RUN_SCORES,
+        judge_calls=paths.RUN_JUDGE_CALLS,
         shards=get_run_shards,
     output:
         summary=paths.RUN_SUMMARY,
@@ -20,7 +21,8 @@ rule summarize_run:
     shell:
         "python -m helixbench summarize --spec {params.spec:q} --questions {input.questions:q}"
         " --scoring {params.scoring:q} --scores {input.scores:q} --out {output.summary:q}"
-        " --details {output.details:q} {input.shards:q} > {log:q} 2>&1"
+        " --details {output.details:q} --judge-calls {input.judge_calls:q}"
+        " {input.shards:q} > {log:q} 2>&1"
 
 
 # A run in other tools' formats (report.exports): Every Eval Ever, Inspect eval logs.

@@ -251,6 +251,7 @@ def _job_commands(sub) -> None:
     p.add_argument("--scores", required=True, help="the run's scores (JSON lines)")
     p.add_argument("--out", required=True, help="the run's summary.json (its folder gets the rest)")
     p.add_argument("--details", required=True, help="the run's questions for the HTML report")
+    p.add_argument("--judge-calls", help="the score job's judge calls (JSON lines)")
     p.add_argument("shards", nargs="+", help="the run's shard files")
     p.set_defaults(func=jobs.summarize)
 

@@ -95,8 +95,8 @@ def compare(args) -> None:
 
 def plan(args) -> None:
     from ..benchmarks import local_question_table
-    from ..datasets.questions import NEEDS_FILES
     from ..datasets.fetch import resolve_mirror
+    from ..datasets.questions import NEEDS_FILES
     from ..report.question_bank import overlap_summary
     from ..report.text import counted
     from ..run.shard import answered_by, run_questions

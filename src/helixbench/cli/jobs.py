@@ -132,6 +132,7 @@ def summarize(args) -> None:
         Path(args.scores),
         Path(args.out).parent,
         Path(args.details),
+        Path(args.judge_calls) if args.judge_calls else None,
     )
 
 

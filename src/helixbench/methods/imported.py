@@ -141,7 +141,11 @@ def prepare(context) -> Prepared:
             if (q.benchmark, q.task) == (task["benchmark"], task["task"])
         }
         files = [{"path": p, "sha256": d} for p, d in task["imported_reports"]]
-        info = {"imported_from": files, "reported_model": labbench2.maker(merged.get("model", ""))}
+        info = {
+            "imported_from": files,
+            "reported_model": labbench2.maker(merged.get("model", "")),
+            "reported_usage": merged["usage"],  # (the task's: every file's, retries too)
+        }
         return Prepared(LabBench2Answers(merged, ids), context.model, info=info)
     ours = [q for q in context.every if (q.benchmark, q.task) == (task["benchmark"], task["task"])]
     items, _ = load_items(

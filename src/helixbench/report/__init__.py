@@ -22,6 +22,14 @@ from ..datasets.questions import read_questions
 from .comparisons import asked_pairs, comparison_table, pair_formula
 from .crate import CONFIG_FILE, CRATE_FILE, write_crate
 from .errors import table4_agreement
+from .frontier import (
+    agreement_table,
+    disagreement_table,
+    frontier_shown,
+    frontier_table,
+    successors_table,
+    tools_table,
+)
 from .geneagent_paper import geneagent_paper_table, paper_layout
 from .genesets import geneset_percentiles, geneset_table
 from .headline import HEADLINE_METHOD, headline_sentence, headline_table
@@ -132,6 +140,11 @@ def write_report(
         "ragas": ragas_table(plan, summary, scores),
         "robustness": robustness_table(plan, summary),
         "hu_ranks": rank_table(plan, scores, questions),
+        "labbench2": frontier_table(plan, scores, summaries, config.get("prices", {})),
+        "labbench2_tools": tools_table(plan, scores),
+        "labbench2_agreement": agreement_table(scores, questions, summaries),
+        "labbench2_disagreements": disagreement_table(summaries, questions),
+        "labbench2_successors": successors_table(plan, scores),
     }
     for name, table in csv_tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
@@ -207,6 +220,7 @@ def write_report(
         "hu_ranks": csv_tables["hu_ranks"],
         "ragas": csv_tables["ragas"],
         "bank": bank_section if covered else None,
+        "frontier": {name: csv_tables[name] for name in FRONTIER_TABLES},
     }
     notes = plan.notes + [w for s in summaries.values() for w in s["warnings"]]
     (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
@@ -275,6 +289,10 @@ def write_report(
             "cost": html_table(costs, "cost.csv"),
             "errors": html_table(errors, "errors.csv") if not errors.empty else None,
         },
+        "frontier": {
+            name: html_table(frontier_shown(name, csv_tables[name]), f"{name}.csv")
+            for name in FRONTIER_TABLES
+        },
         "bank": [
             {
                 "name": b["name"],
@@ -316,3 +334,10 @@ def write_report(
 
 
 FIGURE_NAMES = ("leaderboard", "ablation", "percentile", "robustness")
+FRONTIER_TABLES = (
+    "labbench2",
+    "labbench2_tools",
+    "labbench2_agreement",
+    "labbench2_disagreements",
+    "labbench2_successors",
+)

@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..config.plan import Plan
 from ..paths import upstream_path
+from ..sources.labbench2 import read_merged
 from ..sources.published import claimed_score, coverage, load_items
 
 IMPORT_COLUMNS = [
@@ -31,24 +32,34 @@ def import_table(plan: Plan, questions: dict) -> pd.DataFrame:
     (verbatim); ``missing`` ones are scored as misses, ``unmatched`` ones (not our
     questions) are left out, and both are counted here."""
     texts: dict[tuple[str, str], list[str]] = {}
+    ids: dict[tuple[str, str], list[str]] = {}  # (LABBench2's: matched by its ids)
     for q in sorted(questions.values(), key=lambda q: q.index):  # dataset order
         texts.setdefault((q.benchmark, q.task), []).append(q.text)
+        ids.setdefault((q.benchmark, q.task), []).append(q.source_id)
     rows = []
     for task in plan.tasks:
-        if task.imported is None:
+        if task.imported_reports:  # LABBench2's reports, merged as LABBench2 merges them
+            merged = read_merged(task.imported_reports)
+            items = {row["id"]: row for row in [*merged["cases"], *merged["failures"]]}
+            ours, duplicates = ids.get((task.benchmark, task.task), []), 0
+            file, sha256 = task.imported_reports[0]
+            file = task.imported.url if task.imported else file
+        elif task.imported is not None:
+            ours = texts.get((task.benchmark, task.task), [])
+            file, sha256 = task.imported.url, task.imported.sha256
+            items, duplicates = load_items(
+                Path(task.imported_path), task.imported_format, task.task, sha256, ours
+            )
+        else:
             continue
-        ours = texts.get((task.benchmark, task.task), [])
-        items, duplicates = load_items(
-            Path(task.imported_path), task.imported_format, task.task, task.imported.sha256, ours
-        )
         rows.append(
             {
                 "run": task.label,
                 "benchmark": task.benchmark,
                 "task": task.task,
                 "source": plan.sources[task.model]["name"],
-                "file": task.imported.url,
-                "sha256": task.imported.sha256,
+                "file": file,
+                "sha256": sha256,
                 **coverage(items, ours, duplicates),
             }
         )

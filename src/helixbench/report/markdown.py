@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .frontier import frontier_markdown
 from .geneagent_paper import paper_layout
 from .genesets import _genesets_markdown
 from .headline import HEADLINE_METHOD, headline_sentence
@@ -276,6 +277,7 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             + md_table(tables["protocol_tests"], csv="protocol_tests.csv"),
         ),
         (None, _bank_text(tables["bank"]) or None),
+        ("LABBench2: the frontier", frontier_markdown(tables["frontier"])),
         (
             "Error types (Table 4)",
             None

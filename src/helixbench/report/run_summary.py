@@ -31,6 +31,7 @@ from ..datasets.questions import read_questions
 from ..run.health import run_warnings
 from ..transcripts import read_records
 from .errors import error_types
+from .labbench2_facts import labbench2_facts
 from .operations import agent_table, cost_table, error_table, prompt_digests, replay_table
 from .question_bank import bank_leaderboard, bank_table
 from .question_scores import COLUMNS, write_parquet
@@ -152,6 +153,7 @@ def summarize_run(
     score_path: Path,
     out_dir: Path,
     details_path: Path,
+    judge_calls: Path | None = None,
 ) -> dict:
     """Write the run's summary files (module docstring); returns the summary."""
     from .details import run_details, write_details
@@ -184,6 +186,10 @@ def summarize_run(
         "tool_keys": used_keys(records),
         "code_keys": used_executions(records),
     }
+    if any(t.benchmark == "labbench2" for t in plan.tasks):  # (the frontier section's)
+        calls = read_jsonl(Path(judge_calls)) if judge_calls and Path(judge_calls).is_file() else []
+        lines = read_jsonl(Path(score_path))
+        summary["labbench2"] = labbench2_facts(plan, records, lines, calls)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_parquet(run_scores(plan, scores), out_dir / "scores.parquet", {"run": label})
