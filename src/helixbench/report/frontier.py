@@ -26,7 +26,7 @@ from ..stats import bootstrap_mean, paired_interval, paired_test
 from .labbench2_facts import BENCHMARK, OURS
 
 FRONTIER_COLUMNS = [
-    "run", "model", "method", "system", "tools", "task", "verdict", "questions", "fewer",
+    "run", "model", "method", "system", "tools", "task", "verdict", "asked", "questions", "fewer",
     "completed", "failed", "correct", "accuracy", "ci_low", "ci_high", "attempted",
     "judge_accuracy", "judge_undecided", "tokens", "tokens_per_question",
     "tokens_per_correct", "cost_usd", "cost_per_correct",
@@ -83,6 +83,7 @@ def frontier_table(plan: Plan, scores: pd.DataFrame, summaries: dict, prices: di
         if not tasks:
             continue
         facts = summaries[run.label].get("labbench2") or {}
+        asked = {f["task"]: f["questions"] for f in summaries[run.label]["tasks"]}
         chosen = _of(scores, run, verdict_metric(run))
         judged = _of(scores, run, "lb2_judge")
         for task in tasks:
@@ -91,7 +92,7 @@ def frontier_table(plan: Plan, scores: pd.DataFrame, summaries: dict, prices: di
             usage = (facts.get("usage") or {}).get(task) or {}
             tokens = usage.get("total_tokens")
             cost = _cost(prices.get(run.model), usage)
-            correct, asked = figures["correct"], figures["questions"]
+            correct, scored = figures["correct"], figures["questions"]
             judge = judged[judged.task == task]
             undecided = {k: v for k, v in ((facts.get("judge") or {}).get(task) or {}).items()}
             rows.append(
@@ -103,6 +104,7 @@ def frontier_table(plan: Plan, scores: pd.DataFrame, summaries: dict, prices: di
                     "tools": uses_tools(run),
                     "task": task,
                     "verdict": verdict_metric(run),
+                    "asked": asked.get(task),
                     **figures,
                     "judge_accuracy": _figures(judge)["accuracy"] if not judge.empty else None,
                     "judge_undecided": sum(
@@ -111,7 +113,7 @@ def frontier_table(plan: Plan, scores: pd.DataFrame, summaries: dict, prices: di
                     if undecided
                     else None,
                     "tokens": tokens,
-                    "tokens_per_question": tokens / asked if tokens and asked else None,
+                    "tokens_per_question": tokens / scored if tokens and scored else None,
                     "tokens_per_correct": tokens / correct if tokens and correct else None,
                     "cost_usd": cost,
                     "cost_per_correct": cost / correct if cost is not None and correct else None,
@@ -309,7 +311,8 @@ def frontier_shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
                 "run": [r + " ‡" * bool(f) for r, f in zip(table.run, table.fewer, strict=True)],
                 "system": table.system,
                 "tools": ["yes" if t else "no" for t in table.tools],
-                "questions": table.questions,
+                "asked": table.asked,
+                "with_verdict": table.questions,
                 "accuracy": [
                     f"{fmt(a)} {fmt_bracket(lo, hi)}"
                     for a, lo, hi in zip(table.accuracy, table.ci_low, table.ci_high, strict=True)
@@ -352,7 +355,8 @@ web fetch), counted as its `summarize_report.py` counts them: accuracy = correct
 correct / completed, per task (a tag in a mode: `file`, `inject` or `retrieve`, how
 attached files reached the model). A system is counted by LABBench2's published
 verdicts; a run of this config by its primary `labbench2` verdict over the questions
-it asked that any model can ask (‡: fewer questions than the task has). `judge`:
+it asked that any model can ask and a verdict exists for (`with_verdict`; ‡: fewer
+than the task has: a question of free text has a verdict only by a judge). `judge`:
 the same questions graded by the judge with LABBench2's own prompts, where
 `scoring.judge` names one (its undecided verdicts counted apart). Tokens as the
 reports state them (every file, retries too); cost where `prices` gives one."""

@@ -117,11 +117,12 @@ def correct(case: dict) -> bool:
     return _value(case) == 1.0
 
 
-def verdict(case: dict) -> dict | None:
-    """A case's published verdict: its value and its grader's reason (None: no score)."""
+def verdict(case: dict) -> dict:
+    """A case's published verdict: its value and its grader's reason (a case the
+    report gives no score counts as wrong, as summarize_report.py counts it)."""
     score = (case.get("scores") or {}).get("HybridEvaluator")
     if not isinstance(score, dict):
-        return None
+        return {"value": 0, "reason": "the report gives it no score", "grader": GRADER}
     return {"value": _value(case), "reason": score.get("reason"), "grader": GRADER}
 
 
