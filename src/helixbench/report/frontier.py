@@ -24,6 +24,7 @@ import pandas as pd
 from ..config.plan import Plan, Run
 from ..stats import bootstrap_mean, paired_interval, paired_test
 from .labbench2_facts import BENCHMARK, OURS
+from .scores import ROUND
 
 FRONTIER_COLUMNS = [
     "run", "model", "method", "system", "tools", "task", "verdict", "asked", "questions", "fewer",
@@ -123,7 +124,7 @@ def frontier_table(plan: Plan, scores: pd.DataFrame, summaries: dict, prices: di
     if not table.empty:
         most = table.groupby("task").questions.transform("max")
         table["fewer"] = table.questions < most
-    return table
+    return _rounded(table)
 
 
 def _figures(sel: pd.DataFrame) -> dict:
@@ -180,7 +181,7 @@ def tools_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                     of_a = a if task == "all" else a[a.task == task]
                     of_b = b if task == "all" else b[b.task == task]
                     rows.append(_paired(model, bare, tooled, task, of_a, of_b))
-    return pd.DataFrame([r for r in rows if r], columns=TOOLS_COLUMNS)
+    return _rounded(pd.DataFrame([r for r in rows if r], columns=TOOLS_COLUMNS))
 
 
 def _paired(model, bare, tooled, task, of_a, of_b) -> dict | None:
@@ -233,7 +234,7 @@ def agreement_table(scores: pd.DataFrame, questions: dict, summaries: dict) -> p
             held = int(group.held.sum()) if scorer == "lb2_judge" else None
             figures = _agreement(decided.published, decided.ours)
             rows.append({"scorer": scorer, "tag": tag, "type": kind, **figures, "undecided": held})
-    return pd.DataFrame([r for r in rows if r["pairs"]], columns=AGREEMENT_COLUMNS)
+    return _rounded(pd.DataFrame([r for r in rows if r["pairs"]], columns=AGREEMENT_COLUMNS))
 
 
 def _agreement(published: pd.Series, ours: pd.Series) -> dict:
@@ -293,7 +294,14 @@ def successors_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                     "labbench2_questions": len(new),
                 }
             )
-    return pd.DataFrame(rows, columns=SUCCESSOR_COLUMNS)
+    return _rounded(pd.DataFrame(rows, columns=SUCCESSOR_COLUMNS))
+
+
+def _rounded(table: pd.DataFrame) -> pd.DataFrame:
+    """Fractions to 7 decimals, as every CSV of the report keeps them (an interval's
+    bisection leaves a bound at 1e-12 rather than 0)."""
+    floats = table.select_dtypes("float").columns
+    return table.assign(**{c: table[c].round(ROUND) for c in floats})
 
 
 def frontier_shown(name: str, table: pd.DataFrame) -> pd.DataFrame:

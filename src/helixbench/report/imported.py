@@ -92,6 +92,7 @@ def imported_runs(plan: Plan, board: pd.DataFrame) -> list[dict]:
                     "prompt": source.get("prompt"),
                     "evaluator": source.get("evaluator"),
                     "cite": source.get("cite"),
+                    "format": source.get("format"),
                     "claimed": claim["score"] if claim else None,
                     "claimed_where": claim["where"] if claim else None,
                     "extracted": row.get("extracted"),

@@ -30,11 +30,14 @@ def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
             if r["claimed"] is not None
             else "the pinned files state no score of the source's own"
         )
+        if r.get("format") == "labbench2":  # (its own verdicts, per task, further down)
+            claim = 'LABBench2\'s own verdicts: the section "LABBench2: the frontier"'
+        ours = f"extracted {fmt(r['extracted'])}, upstream {fmt(r['genegpt'])}; "
         lines.append(
             f"- **{r['run']}** ({r['benchmark']}): {text.get('model', '')}, "
             f"{text.get('prompt', '')}. Source: {text.get('cite', '')} at commit "
             f"{text['commit'][:12]} ({text['source']}). Under our rules: "
-            f"extracted {fmt(r['extracted'])}, upstream {fmt(r['genegpt'])}; {claim}."
+            f"{ours if r['extracted'] is not None else ''}{claim}."
         )
     coverage_text = imports.groupby(["run", "benchmark"], sort=False)[
         ["questions", "matched", "missing", "unmatched", "duplicates"]
