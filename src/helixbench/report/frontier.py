@@ -313,20 +313,20 @@ def frontier_shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
         return table
     if name == "labbench2":
         table = table.sort_values(["task", "accuracy"], ascending=[True, False], kind="stable")
+        runs = [r + " ‡" * bool(f) for r, f in zip(table.run, table.fewer, strict=True)]
         shown = pd.DataFrame(
-            {
-                "task": table.task,
-                "run": [r + " ‡" * bool(f) for r, f in zip(table.run, table.fewer, strict=True)],
-                "system": table.system,
-                "tools": ["yes" if t else "no" for t in table.tools],
-                "asked": table.asked,
-                "with_verdict": table.questions,
+            {  # (task and run first, then the figures: a phone shows them side by side)
+                "task, run": [f"{t}: {r}" for t, r in zip(table.task, runs, strict=True)],
                 "accuracy": [
                     f"{fmt(a)} {fmt_bracket(lo, hi)}"
                     for a, lo, hi in zip(table.accuracy, table.ci_low, table.ci_high, strict=True)
                 ],
                 "attempted": table.attempted,
+                "with_verdict": table.questions,
+                "asked": table.asked,
                 "failed": table.failed,
+                "tools": ["yes" if t else "no" for t in table.tools],
+                "system": table.system,
                 "judge": table.judge_accuracy,
                 "judge_undecided": table.judge_undecided,
                 "tokens_per_correct": table.tokens_per_correct,
