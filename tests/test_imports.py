@@ -22,6 +22,7 @@ from helixbench.run.shard import run_shard, score_run
 from helixbench.scoring import Scorers, extracted_score
 from helixbench.scoring.extract import extract_answer, is_bare
 from helixbench.scoring.genegpt import genegpt_score
+from helixbench.sources.labbench2 import pinned_reports
 from helixbench.sources.published import SOURCES, coverage, load_items, resolve_source, task_file
 from helixbench.sources.recordings import load_recording
 from helixbench.transcripts import read_records
@@ -374,6 +375,10 @@ def test_import_config_errors_name_the_key(mirror):
 def test_every_known_source_resolves_against_the_manifest():
     for name in SOURCES:
         source = resolve_source(name, "x")
+        if source["format"] == "labbench2":  # its paper's reports, bare and with tools
+            for flags in ("", "tools,high"):
+                assert len(pinned_reports(source["system"], flags)) == 19, (name, flags)
+            continue
         if "genesets" in source["files"]:  # GeneAgent's (MSigDB, NeST), Hu et al.'s
             found = [task_file(source, "genesets", t) for t in source["files"]["genesets"]]
             assert len(found) in (1, 2, 3), name

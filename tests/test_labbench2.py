@@ -6,11 +6,12 @@ ways (published, deterministic, a judge with its own prompts)."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import os
 import re
-import subprocess
-import sys
+import runpy
 from pathlib import Path
 
 import pandas as pd
@@ -45,14 +46,14 @@ def pinned(mirror: Path, path: str) -> Path:
 
 def summarize_report(mirror: Path, files: list[Path]) -> tuple[str, str]:
     """LABBench2's own figures (accuracy, attempted accuracy: its printed decimals),
-    by its pinned summarize_report.py."""
-    script = mirror_path(SUMMARIZE.url, mirror)
-    done = subprocess.run(
-        [sys.executable, str(script), *map(str, files)], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    found = TOTAL.search(done.stdout)
-    assert found, done.stdout
+    by its pinned summarize_report.py (loaded once, its function called as its command
+    line calls it, its table read from what it prints)."""
+    script = runpy.run_path(str(mirror_path(SUMMARIZE.url, mirror)))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        script["summarize_report"]([str(f) for f in files])
+    found = TOTAL.search(printed.getvalue())
+    assert found, printed.getvalue()
     return found.group(1), found.group(2)
 
 

@@ -277,10 +277,11 @@ def successors_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     for run in plan.runs:
         own = scores[scores.run == run.label]
         for benchmark, (subset, tag) in SUCCESSORS.items():
-            old = own[(own.benchmark == benchmark)]
-            old = old[old.metric == old.task.map(lambda t: primary_metric(plan, t))]
+            old = own[own.benchmark == benchmark]  # (categories: compared as text)
+            wanted = [primary_metric(plan, t) for t in old.task.astype(str)]
+            old = old[old.metric.astype(str).to_numpy() == pd.Series(wanted, dtype=str).to_numpy()]
             new = own[(own.benchmark == BENCHMARK) & (own.metric == verdict_metric(run))]
-            new = new[new.task.str.split("/").str[0] == tag]
+            new = new[new.task.astype(str).str.split("/").str[0] == tag]
             if old.empty and new.empty:
                 continue
             rows.append(
