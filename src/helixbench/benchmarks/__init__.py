@@ -53,6 +53,9 @@ class Benchmark:
     # Tasks whose every question needs files only their source had (LABBench2's figures):
     # answered by imported runs alone; a live run asks the other tasks' askable questions.
     imported_only: tuple[str, ...] = ()
+    # The multiple-choice variant its questions are asked in whatever the method says
+    # (BixBench's: its own prompts and published order); None: the method's ``choices``.
+    choice_variant: str | None = None
 
     @property
     def tasks(self) -> list[str]:

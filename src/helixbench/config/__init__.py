@@ -238,7 +238,7 @@ def _check_pairing(where: str, run: dict, benchmarks, model_spec: dict, method_s
             f"{where}: {system.name} answers {', '.join(system.benchmarks)} only ({label})"
         )
     choice = sorted(b for b in benchmarks if get_benchmark(b).multiple_choice)
-    if choice and kind not in (*CHAT_KINDS, "agent"):
+    if choice and kind not in (*CHAT_KINDS, "agent", "imported"):
         raise ConfigError(
             f"{where}: {', '.join(choice)} asks multiple choice: its methods are no-tools, "
             f"function-calling and agent ({label})"

@@ -67,6 +67,7 @@ class RunTask:
     # files a prompt variant reads its template from.
     choice_templates: str | None = None
     choice_upstream: tuple[UpstreamFile, ...] = ()
+    choice_variant: str | None = None  # the benchmark's own (BixBench's), whatever the method's
 
     @property
     def label(self) -> str:
@@ -118,7 +119,8 @@ class RunTask:
         if not self.choice_templates:  # (a task of no multiple choice: its spec as before)
             return {}
         upstream = [upstream_path(f) for f in self.choice_upstream]
-        return {"choice_templates": self.choice_templates, "choice_upstream": upstream}
+        fixed = {"choice_variant": self.choice_variant} if self.choice_variant else {}
+        return {"choice_templates": self.choice_templates, "choice_upstream": upstream, **fixed}
 
 
 @dataclass(frozen=True)

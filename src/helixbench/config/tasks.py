@@ -35,10 +35,12 @@ class RunConfig:
 
     def task(self, benchmark: str, task: str, **fields) -> RunTask:
         run = self.run
-        if get_benchmark(benchmark).multiple_choice:  # the prompt variant's wording
-            variant = self.method_spec.get("choices", "inspect")
+        of = get_benchmark(benchmark)
+        if of.multiple_choice or of.choice_variant:  # the prompt variant's wording
+            variant = of.choice_variant or self.method_spec.get("choices", "inspect")
             fields["choice_templates"] = template_source(variant)
             fields["choice_upstream"] = tuple(upstream_sources(variant))
+            fields["choice_variant"] = of.choice_variant
         return RunTask(
             run["model"],
             run["method"],
@@ -97,6 +99,11 @@ def _imported_tasks(of_run: RunConfig, benchmark: str, sources: dict):
     source = sources[of_run.run["model"]]
     if source["format"] == "labbench2":
         return _labbench2_tasks(of_run, benchmark, source)
+    if "reports" in source:  # a user's own files (BixBench's), of this benchmark's tasks
+        mine = {t: p for t, p in source["reports"].items() if t in tasks_of(benchmark)}
+        fields = {"imported_format": source["format"]}
+        given = local_reports(mine).items()
+        return [of_run.task(benchmark, t, **fields, imported_reports=r) for t, r in given], []
     files = {}
     for task in tasks_of(benchmark):
         file = task_file(source, benchmark, task)

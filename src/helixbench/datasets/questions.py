@@ -59,6 +59,9 @@ class Question:
     # needs beside its text (benchmarks.labbench2.NEEDS; "the hub's files": not askable).
     subtype: str | None = None
     needs: str | None = None
+    # The order its source showed the choices in, as indices into ``choices`` letter by
+    # letter (BixBench's published order); None: a method's variant draws one.
+    shown: list[int] | None = None
 
     @property
     def askable(self) -> bool:
@@ -125,7 +128,7 @@ def write_questions(questions: Iterable[Question], path: Path) -> None:
     with open(tmp, "w") as fh:
         for q in questions:
             row = asdict(q)
-            for optional in ("choices", "subtype", "needs"):  # (unset: as before)
+            for optional in ("choices", "subtype", "needs", "shown"):  # (unset: as before)
                 if row[optional] is None:
                     del row[optional]
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -12,6 +12,7 @@ silently part of a result.
 
 from __future__ import annotations
 
+import ast
 import csv
 import os
 from dataclasses import dataclass
@@ -156,3 +157,15 @@ def verified_bytes(path: str | Path, expected: str | None = None) -> bytes:
                 f"{expected}); delete it and run the workflow again to fetch it anew"
             )
     return data
+
+
+def python_constants(source: str) -> dict:
+    """The string constants a Python module assigns at its top level, read from its
+    syntax tree (an upstream file's prompts: read as data, never run)."""
+    found = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
+                    found[target.id] = node.value.value
+    return found

@@ -171,7 +171,7 @@ class Agent:
         result = QuestionResult(question_id=question_id)
         shown = self.shown.get(question_id)
         if shown is not None:  # its choices and the variant's prompt go with the question
-            result.presented = list(shown.presented)
+            result.presented = list(shown.presented) or None
         if self.settings.mode == "long-lived":
             with self._lock:  # one question at a time in the one process
                 session, (answer, error, info) = self._ask_long_lived(question_id, question, caps)

@@ -25,6 +25,12 @@ each faithful to its source, its wording read from the peer's own files.
   the first of the choices' letters found in that; brackets and angle brackets are
   dropped first, as zero_shot.py drops them.
 
+- ``bixbench``: BixBench's zero-shot prompts (``bixbench/prompts.py``, pinned, read
+  as constants), the options in the order its published file showed them (``(A)
+  ...`` a line, as ``zero_shot.py`` joins them) and the answer cut from the reply as
+  its ``parse_response`` cuts it; open answers in its open-answer template. Its
+  questions are asked so whatever the method's ``choices`` says.
+
 A presentation records the order it showed (the question's own indices, in the
 order of the letters): the score reads the choice picked from it
 (:mod:`helixbench.scoring.choice`).
@@ -46,15 +52,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datasets.upstream import lookup, verified_bytes
+from ..datasets.upstream import lookup, python_constants, verified_bytes
 from ..environments import environment_python
 from ..paths import PEER_TEMPLATES
 
-VARIANTS = ("inspect", "futurehouse")
+VARIANTS = ("inspect", "futurehouse", "bixbench")
 # What inspect_evals' lab_bench tasks send with a prompt: the model and the message,
 # no generation parameter (its tasks set no GenerateConfig).
 INSPECT_UNSENT = ("stop", "max_tokens", "temperature")
 LETTERS = string.ascii_uppercase
+BIXBENCH_PROMPTS = lookup(
+    "Future-House/BixBench", "bixbench/prompts.py", "49311180bdacb324c596f2e07596c126f2004008"
+)
 ZERO_SHOT = lookup(
     "ScienceOne-AI/ScienceEval",
     "benchmarks/LAB-Bench/labbench/zero_shot.py",
@@ -96,8 +105,13 @@ class Presentation:
     unsent: tuple[str, ...] = ()
 
     def letter_of(self, text: str | None) -> str | None:
-        """The letter a reply picks (None: it picks none the variant can read)."""
+        """The letter a reply picks (None: it picks none the variant can read); BixBench's:
+        the answer its parse_response cuts (an open answer's text, as it is)."""
         letters = LETTERS[: len(self.presented)]
+        if self.variant == "bixbench":
+            from ..sources.bixbench import parse_response
+
+            return parse_response(text or "", mcq=bool(self.presented))
         if self.variant == "inspect":
             return _parse_inspect(text or "", letters)
         return _parse_futurehouse(text or "", letters, self.answer_pattern)
@@ -107,11 +121,20 @@ def template_source(variant: str) -> str:
     """The file a variant's wording is read from (a run job's input)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown choices variant {variant!r}; one of {', '.join(VARIANTS)}")
+    if variant == "bixbench":  # (its pinned prompts.py)
+        from ..benchmarks.bixbench import PROMPTS
+        from ..paths import upstream_path
+
+        return upstream_path(PROMPTS)
     return PEER_TEMPLATES
 
 
 def upstream_sources(variant: str) -> list:
     """The pinned upstream files a variant reads its wording from."""
+    if variant == "bixbench":
+        from ..benchmarks.bixbench import PROMPTS
+
+        return [PROMPTS]
     return [ZERO_SHOT] if variant == "futurehouse" else []
 
 
@@ -140,7 +163,12 @@ def presentations(context) -> dict | None:
         return None
     of_benchmark = [q for q in context.every if q.benchmark == task["benchmark"]]
     zero_shot = Path(task["choice_upstream"][0]) if task.get("choice_upstream") else None
-    variant, seed = spec.get("choices", "inspect"), spec.get("choice_seed", 42)
+    variant = task.get("choice_variant") or spec.get("choices", "inspect")
+    seed = spec.get("choice_seed", 42)
+    if variant == "bixbench":
+        source = verified_bytes(zero_shot, BIXBENCH_PROMPTS.sha256).decode("utf-8")
+        templates = python_constants(source)
+        return {q.id: _bixbench(q, templates) for q in of_benchmark}
     return present(variant, of_benchmark, seed, read_templates(task["choice_templates"]), zero_shot)
 
 
@@ -166,7 +194,7 @@ def write_templates(env_marker: str, out: Path) -> dict:
         )
         (wheel,) = Path(folder).glob("chembench-*.whl")
         with zipfile.ZipFile(wheel) as archive:
-            constants = _constants(archive.read("chembench/constant.py").decode("utf-8"))
+            constants = python_constants(archive.read("chembench/constant.py").decode("utf-8"))
         chembench = {
             "package": CHEMBENCH,
             "wheel": wheel.name,
@@ -179,17 +207,6 @@ def write_templates(env_marker: str, out: Path) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(templates, indent=1) + "\n", encoding="utf-8")
     return templates
-
-
-def _constants(source: str) -> dict:
-    """The string constants a module assigns at its top level."""
-    found = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            for target in node.targets:
-                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
-                    found[target.id] = node.value.value
-    return found
 
 
 def _inspect(questions: list, seed: int, template: str) -> dict:
@@ -221,6 +238,25 @@ def _futurehouse(question, seed: int, template: str, cot: str, pattern: str) -> 
     answers = "\n".join(f"({LETTERS[k]}) {text}" for k, text in enumerate(texts))
     prompt = template.format(question=question.text, cot=cot, answers=answers)
     return Presentation(prompt, tuple(positions), texts, "futurehouse", pattern)
+
+
+def _bixbench(question, templates: dict) -> Presentation:
+    if not question.choices:  # an open answer, in its open-answer template
+        prompt = templates["OPEN_ENDED_PROMPT_TEMPLATE"].format(question=question.text)
+        return Presentation(prompt, (), (), "bixbench")
+    refusal = has_refusal(question.choices)
+    name = "MCQ_PROMPT_TEMPLATE_WITH" + ("_REFUSAL" if refusal else "OUT_REFUSAL")
+    positions = tuple(question.shown or range(len(question.choices)))
+    texts = tuple(question.choices[p] for p in positions)
+    options = "\n".join(f"({LETTERS[k]}) {text}" for k, text in enumerate(texts))
+    prompt = templates[name].format(question=question.text, options=options)
+    return Presentation(prompt, positions, texts, "bixbench")
+
+
+def has_refusal(choices: list[str]) -> bool:
+    """Whether a question's last choice is the refusal (LAB-Bench's, BixBench's wording):
+    BixBench asks some without it."""
+    return bool(choices) and choices[-1].rstrip(".").strip() == FUTUREHOUSE_REFUSAL
 
 
 def futurehouse_template(zero_shot: Path) -> str:

@@ -142,7 +142,8 @@ class FunctionCalling:
         else:  # multiple choice: the variant's prompt, as the peer sends it alone
             messages = [{"role": "system", "content": TASK + self.offered}] if self.tools else []
             messages.append({"role": "user", "content": shown.prompt})
-            question, read, result.presented = shown.prompt, shown.letter_of, list(shown.presented)
+            question, read = shown.prompt, shown.letter_of
+            result.presented = list(shown.presented) or None  # (an open answer: no order)
         logged = len(messages) - 1  # the question: what the first call adds to the header
         schemas = self.schemas(functions) if self.tools else None
         # A peer's prompt is sent with the generation parameters the peer sends (none,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..digests import sha256_text
-from ..sources import labbench2
+from ..sources import bixbench, labbench2
 from ..sources.published import ImportedItem, load_items
 from ..sources.recordings import LOOP_ERRORS, RecordedItem, infer_loop, recorded_tool_replies
 from ..transcripts import Event, QuestionResult
@@ -126,6 +126,29 @@ class LabBench2Answers:
         return result.finish(answer=answer or None)
 
 
+class BixBenchAnswers:
+    """A BixBench file's rows of one task, answering by BixBench's question ids; each
+    keeps BixBench's grade (and, for multiple choice, the letters as the file showed
+    them: its own key, the file's shuffle)."""
+
+    def __init__(self, rows: dict, source_ids: dict[str, str], mcq: bool):
+        self.rows, self.source_ids, self.mcq = rows, source_ids, mcq
+
+    def run(self, question_id: str, question: str, model, tools) -> QuestionResult:
+        result = QuestionResult(question_id=question_id)
+        row = self.rows.get(self.source_ids.get(question_id))
+        if row is None:
+            return result.finish(answer=None, error="missing_in_source")
+        result.events = [Event("model", 0, _reported(row.reply or row.answer, None))]
+        result.published = {"value": row.grade, "grader": bixbench.GRADER}
+        if self.mcq:
+            result.published["key"] = {"target": row.target, "refusal": row.refusal}
+            result.published["refused"] = row.refused
+        else:
+            result.published["mode"] = row.evaluation_mode
+        return result.finish(answer=row.answer)
+
+
 def _reported(completion: str | None, error: str | None) -> dict:
     return {"prompt_increment": None, "completion": completion, "cache": "imported", "error": error}
 
@@ -133,13 +156,17 @@ def _reported(completion: str | None, error: str | None) -> dict:
 def prepare(context) -> Prepared:
     """An imported task: the source's items for it, read from its pinned file; no tools."""
     task = context.task
+    of_task = (task["benchmark"], task["task"])
+    ids = {q.id: q.source_id for q in context.every if (q.benchmark, q.task) == of_task}
+    if task["imported_format"] == "bixbench":  # (a pinned file, or the user's own)
+        pinned = [[task["imported"], task["imported_sha256"]]]
+        path, sha256 = task.get("imported_reports", pinned)[0]
+        mcq = task["benchmark"] == "bixbench-mcq"
+        rows = bixbench.read_rows(Path(path), sha256, mcq)
+        info = {"imported_from": {"path": path, "sha256": sha256}}
+        return Prepared(BixBenchAnswers(rows, ids, mcq), context.model, info=info)
     if task["imported_format"] == "labbench2":
         merged = labbench2.read_merged(task["imported_reports"])
-        ids = {
-            q.id: q.source_id
-            for q in context.every
-            if (q.benchmark, q.task) == (task["benchmark"], task["task"])
-        }
         files = [{"path": p, "sha256": d} for p, d in task["imported_reports"]]
         info = {
             "imported_from": files,

@@ -363,8 +363,7 @@ def score_run(
                     found_row["scored_by"],
                 )
             )
-    for question_id, call in scorers.judge_calls().items():  # LABBench2's judge's
-        calls[question_id] = {"scorer": "lb2_judge", **call}
+    calls.update(scorers.judge_calls())  # (a benchmark's own judge: LABBench2's, BixBench's)
     rows.sort(key=lambda r: (r["benchmark"], r["task"], r["metric"], r["index"]))
     _write_lines(Path(output), rows)
     if judge_calls is not None:

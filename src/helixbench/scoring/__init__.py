@@ -28,6 +28,9 @@ Which scorers score a task comes from the config's ``scoring`` section:
 - ``labbench2``, ``lb2_published``, ``lb2_value``, ``lb2_judge``: LABBench2's answers
   three ways: its published verdict, helixbench's deterministic one, a judge with its
   own prompts (:mod:`.labbench2`).
+- ``bixbench``, ``bix_published``, ``bix_verifier``, ``bix_judge``: BixBench's open
+  answers as its code grades them: its published grade, its string and range
+  verifiers, its LLM grader's prompt (:mod:`.bixbench`).
 - ``named``: a gene-set reply names a process (not "System of unrelated proteins");
   ``confidence``: the model's own confidence score, from the record (:mod:`.stated`).
 
@@ -42,13 +45,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..benchmarks import DEFAULT_SCORERS, default_task_scorers
-from ..paths import user_cache_dir
+from ..paths import upstream_path, user_cache_dir
+from .bixbench import BixBenchPublished, BixBenchVerifier
 from .choice import CHOICE_SCORERS
 from .extract import extract_answer
 from .genegpt import genegpt_score
-from .labbench2 import LabBench2Published, LabBench2Score, LabBench2Value
+from .labbench2 import LabBench2Published, LabBench2Value
 from .labels import tf_label, yes_no
 from .lists import list_precision, list_recall, names_f1, names_precision, names_recall
+from .prompt_judge import FirstVerdict
 from .sequence import sequence_exact, sequence_identity
 from .stated import RECORD_SCORERS, named
 from .strict import alias_recall, strict_score
@@ -56,6 +61,26 @@ from .text import ROUGE_TYPES, EmbeddingScorer, PercentileScorer, rouge_scorer_f
 
 Scorer = Callable[..., "float | None"]
 LABBENCH2_SCORERS = ("labbench2", "lb2_published", "lb2_value", "lb2_judge")
+BIXBENCH_SCORERS = ("bixbench", "bix_published", "bix_verifier", "bix_judge")
+
+
+def _labbench2_judge():
+    from ..benchmarks.labbench2 import PROMPTS
+    from .labbench2 import LabBench2Judge
+
+    return LabBench2Judge, PROMPTS
+
+
+def _bixbench_judge():
+    from ..benchmarks.bixbench import PROMPTS
+    from .bixbench import BixBenchJudge
+
+    return BixBenchJudge, PROMPTS
+
+
+# A benchmark's own grading prompts put to scoring.judge.model: scorer -> (its judge
+# class, the pinned file of its prompts).
+PROMPT_JUDGES = {"lb2_judge": _labbench2_judge, "bix_judge": _bixbench_judge}
 
 
 def extracted_score(task: str, answer: str | None, gold, question: str = "") -> float | None:
@@ -108,6 +133,7 @@ SCORER_NAMES = (
     "judge",
     "model_extracted",
     *LABBENCH2_SCORERS,
+    *BIXBENCH_SCORERS,
 )
 # Scorers that describe what a system did, not how right it was (whether it named a
 # process for a contaminated set, and how sure it said it was: naming a random set is
@@ -119,6 +145,7 @@ CORRECTNESS_SCORERS = frozenset(
     | {"sequence_exact", "list_recall", "list_precision", "tf_label", "yes_no"}
     | {"names_recall", "names_precision", "names_f1", "accuracy", "precision"}
     | set(LABBENCH2_SCORERS)
+    | set(BIXBENCH_SCORERS)
 )
 # Scorers that ask a model of the registry, and the scoring key naming it.
 MODEL_SCORERS = {"judge": "judge", "model_extracted": "extractor"}
@@ -186,17 +213,21 @@ class Scorers:
             return LabBench2Published()
         if name == "lb2_value":
             return LabBench2Value()
-        if name == "lb2_judge":  # (no judge model: no judge scores, the rest as they are)
-            from ..benchmarks.labbench2 import PROMPTS
-            from ..paths import upstream_path
-            from .labbench2 import LabBench2Judge
-
+        if name in PROMPT_JUDGES:  # (no judge model: no judge scores, the rest as they are)
+            judge, prompts = PROMPT_JUDGES[name]()
             model = self.scoring.get("judge", {}).get("model")
             spec = self._models.get(model)
-            return LabBench2Judge(model, spec, Path(upstream_path(PROMPTS)), self._model_cache)
+            return judge(model, spec, Path(upstream_path(prompts)), self._model_cache)
         if name == "labbench2":
-            parts = ("lb2_published", "lb2_value", "lb2_judge")
-            return LabBench2Score(*(self.get(part) for part in parts))
+            parts = {"published": "lb2_published", "value": "lb2_value", "judge": "lb2_judge"}
+            return FirstVerdict([(name, self.get(part)) for name, part in parts.items()])
+        if name == "bixbench":
+            parts = {"published": "bix_published", "verifier": "bix_verifier", "judge": "bix_judge"}
+            return FirstVerdict([(name, self.get(part)) for name, part in parts.items()])
+        if name == "bix_published":
+            return BixBenchPublished()
+        if name == "bix_verifier":
+            return BixBenchVerifier()
         if name in MODEL_SCORERS:
             key = MODEL_SCORERS[name]
             model = self.scoring.get(key, {}).get("model")

@@ -14,11 +14,19 @@ the choices in their own order, or as the text of one. Per question:
   that names no choice counts as answered and wrong, as the peer counts it).
 
 Means over a benchmark's questions are the peer's figures.
+
+A published run's record may carry its own key (BixBench's: the letters as its file
+showed them, ``published.key``): its answer is then graded as BixBench's
+str_verifier grades it (:func:`helixbench.sources.bixbench.mcq_grade`). A question
+asked without the refusal choice (BixBench's) has no refusal to pick.
 """
 
 from __future__ import annotations
 
 import string
+
+from ..methods.choices import has_refusal
+from ..sources.bixbench import mcq_grade
 
 LETTERS = string.ascii_uppercase
 
@@ -45,10 +53,16 @@ class ChoiceScorer:
         self.metric = metric
 
     def score_record(self, question, record: dict) -> float | None:
-        if not question.choices:
+        key = (record.get("published") or {}).get("key")
+        if key:  # a published file's own letters
+            right, refused = mcq_grade(record.get("answer") or "", key["target"], key["refusal"])
+            choice = 0 if right else None
+        elif not question.choices:
             return None  # not a multiple-choice question
-        choice = picked(question, record)
-        refused = choice == len(question.choices) - 1
+        else:
+            choice = picked(question, record)
+            last = len(question.choices) - 1
+            refused = choice == last and has_refusal(question.choices)
         if self.metric == "coverage":
             return 0.0 if refused else 1.0
         if self.metric == "precision" and refused:

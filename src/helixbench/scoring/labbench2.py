@@ -25,14 +25,12 @@ disagreement is listed with both.
 
 from __future__ import annotations
 
-import ast
 import json
 import logging
 import re
-import time
 from pathlib import Path
 
-from ..models import CompletionRequest, create_model
+from .prompt_judge import PromptJudge
 
 log = logging.getLogger("helixbench.labbench2")
 
@@ -201,15 +199,9 @@ class LabBench2Published:
 def judge_prompts(path: Path) -> dict[str, str]:
     """LABBench2's judge prompts (``evals/prompts.py``), read as data: the string
     constants of the module, never run."""
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-    found = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            if isinstance(node.value.value, str):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        found[target.id] = node.value.value
-    return found
+    from ..datasets.upstream import python_constants
+
+    return python_constants(Path(path).read_text(encoding="utf-8"))
 
 
 def prompt_name(tag: str) -> str:
@@ -263,23 +255,11 @@ def _word(result: str) -> str:
     return word if word in ("correct", "incorrect", "unsure") else "unparseable"
 
 
-class LabBench2Judge:
-    """LABBench2's judge prompts put to a model of the registry; every call is the
-    model's (its response cache keeps it, so a rerun replays it) and recorded
-    (:attr:`calls`, the score job's judge-call file)."""
+class LabBench2Judge(PromptJudge):
+    """LABBench2's judge prompts, routed by tag, offered its ``final_result`` tool."""
 
-    per_record = True
-
-    def __init__(self, name: str | None, spec: dict | None, prompts: Path, cache=None):
-        self.name = name
-        self.model = create_model(spec, cache=cache) if spec else None
-        self.chats = bool(spec) and _chats(spec)
-        self._prompts_path = prompts
-        self._prompts: dict | None = None
-        self.calls: dict[str, dict] = {}  # question id -> its call, verdict and events
-
-    def identity(self) -> dict:
-        return {"judge": self.name, **self.model.identity()} if self.model else {}
+    scorer = "lb2_judge"
+    tools = (RESULT_TOOL,)
 
     def score_record(self, question, record: dict):
         if self.model is None or record.get("error") in NOT_THEIRS:
@@ -287,69 +267,14 @@ class LabBench2Judge:
         answer = record.get("answer")
         if not answer or not answer.strip():
             return 0.0, "No output provided"  # (LABBench2's judge asks nothing either)
-        if question.id not in self.calls:
-            self.calls[question.id] = self._ask(question, answer)
-        call = self.calls[question.id]
-        if call["verdict"] not in ("correct", "incorrect"):
-            return None  # unsure or unparseable: counted apart
-        return float(call["verdict"] == "correct"), call["reason"]
+        return self.judge(question, answer)
 
-    def _ask(self, question, answer: str) -> dict:
-        from ..methods import model_event
-
-        if self._prompts is None:
-            self._prompts = judge_prompts(self._prompts_path)
+    def prompt(self, question, answer: str) -> tuple[str, str]:
         name = prompt_name(tag_of(question.task))
-        prompt = self._prompts[name].format(
+        text = self.prompts[name].format(
             question=question.text, correct_answer=question.gold, answer=answer
         )
-        request = CompletionRequest(
-            prompt=prompt,
-            stop=(),
-            max_tokens=1024,
-            temperature=0.0,
-            question_id=f"lb2_judge:{question.id}",
-            question=question.text,
-            call_index=0,
-            messages=({"role": "user", "content": prompt},) if self.chats else None,
-            tools=(RESULT_TOOL,) if self.chats else None,
-        )
-        started = time.perf_counter()
-        completion = error = None
-        try:
-            completion = self.model.complete(request)
-        except Exception as exc:  # recorded: a judge that fails decides nothing
-            error = exc
-            log.warning("judge call for %s failed: %s", question.id, exc)
-        calls = completion.tool_calls if completion is not None else None
-        verdict, reason = (
-            parse_verdict(completion.text, calls) if completion else ("unparseable", str(error))
-        )
-        event = model_event(
-            request, {"prompt": prompt, "prompt_name": name}, completion, started, error,
-            tool_calls=list(calls) if calls else None,
-        )  # fmt: skip
-        return {"verdict": verdict, "reason": reason, "prompt": name, "events": [vars(event)]}
+        return name, text
 
-
-def _chats(spec: dict) -> bool:
-    from ..models import backend
-
-    return backend(spec["backend"]).chats(spec)
-
-
-class LabBench2Score:
-    """The primary score (module docstring): which verdict it took is its reason's
-    first word."""
-
-    per_record = True
-
-    def __init__(self, published, value, judge):
-        self.parts = (("published", published), ("value", value), ("judge", judge))
-
-    def score_record(self, question, record: dict):
-        for name, scorer in self.parts:
-            found = scorer.score_record(question, record)
-            if found is not None:
-                return found[0], f"{name}: {found[1]}"
-        return None
+    def verdict(self, text: str, tool_calls) -> tuple[str, str]:
+        return parse_verdict(text, tool_calls)

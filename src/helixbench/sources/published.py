@@ -16,7 +16,10 @@ three formats:
 - ``labbench2``: LABBench2's reports (:mod:`.labbench2`), one a system, tag and mode,
   with its retries: the pinned ones of its paper (by ``system``; the method's
   ``flags`` pick its run with tools), or a user's own run's (``reports``: task ->
-  local paths, in the order its retries came), matched to our questions by id.
+  local paths, in the order its retries came), matched to our questions by id;
+- ``bixbench``: BixBench's graded CSVs (:mod:`.bixbench`), one a version and mode, the
+  pinned baselines of GPT-4o and Claude 3.5 Sonnet or a user's own (``reports``: task
+  -> local path), matched by BixBench's question ids.
 
 Questions are matched to ours verbatim (gene sets: by the alignment of
 :mod:`.geneagent_outputs`); golds always come from our benchmark files. A source's
@@ -38,7 +41,8 @@ from ..datasets.jsonfiles import read_json, read_text
 from ..datasets.upstream import HU_COMMIT, HU_REPO, UNKNOWN, UpstreamFile, manifest
 from .geneagent_outputs import align, read_blocks
 
-FORMATS = ("genegpt", "task_dict", "geneagent", "hu", "labbench2")
+FORMATS = ("genegpt", "task_dict", "geneagent", "hu", "labbench2", "bixbench")
+LOCAL_FORMATS = ("labbench2", "bixbench")  # a user's own run's files, by path
 
 # Other repositories' spellings of our (upstream GeneGPT's) task names.
 SPELLINGS = {
@@ -136,6 +140,27 @@ def _hu_compared(model: str, file: str) -> dict:
 
 HU_COMPARED = tuple(task for task, (_genes, compared, _level) in HU_TASKS.items() if compared)
 QWEN_PROMPT = "GeneGPT prompt as modified by OpenBioLLM"
+BIXBENCH_PAPER = "BixBench (FutureHouse, 2025); Future-House/BixBench, its zero-shot baselines"
+
+
+def _bixbench(model: str, name: str) -> dict:
+    from ..benchmarks.bixbench import COMMIT, MCQ, OPEN, REPO, task_path
+
+    return {
+        "repo": REPO,
+        "commit": COMMIT,
+        "format": "bixbench",
+        "files": {
+            "bixbench-mcq": {t: task_path(t, model) for t in MCQ},
+            "bixbench-open": {t: task_path(t, model) for t in OPEN},
+        },
+        "published_as": model,
+        "model": name,
+        "prompt": "BixBench's zero-shot prompts (temperature 1.0)",
+        "cite": BIXBENCH_PAPER,
+    }
+
+
 LABBENCH2_PAPER = "LABBench2 (FutureHouse and Edison Scientific, 2026); EdisonScientific/labbench2"
 
 
@@ -207,6 +232,11 @@ SOURCES = {
     "hu/gemini-pro": _hu_compared("Gemini Pro", "gemini_pro"),
     "hu/llama2-70b": _hu_compared("Llama 2 70B", "llama2_70b"),
     "hu/mixtral": _hu_compared("Mixtral Instruct", "mixtral_instruct"),
+    # BixBench's zero-shot baselines (v1: both; v1.5: GPT-4o's files are pinned).
+    "bixbench/gpt-4o": _bixbench("gpt-4o", "GPT-4o (OpenAI)"),
+    "bixbench/claude-3-5-sonnet": _bixbench(
+        "claude-3-5-sonnet-latest", "Claude 3.5 Sonnet (Anthropic)"
+    ),
     # LABBench2's paper's runs of today's frontier, each bare and with tools.
     "labbench2/gpt-5-2": _labbench2("gpt-5-2", "GPT-5.2 (OpenAI)"),
     "labbench2/claude-opus-4-5": _labbench2("claude-opus-4-5", "Claude Opus 4.5 (Anthropic)"),
@@ -233,11 +263,11 @@ def resolve_source(source: str | dict, where: str) -> dict:
     spec = dict(source)
     if spec.get("format") not in FORMATS:
         raise SourceError(f"{where}.format: {spec.get('format')!r}; one of {', '.join(FORMATS)}")
-    if spec["format"] == "labbench2":  # a user's own run, local files
-        if "reports" not in spec:
-            pinned = ", ".join(s for s in SOURCES if s.startswith("labbench2/"))
-            raise SourceError(f"{where}: a labbench2 source is {pinned} or your own `reports`")
-        return _local_labbench2(spec, where)
+    if spec["format"] == "labbench2" and "reports" not in spec:
+        pinned = ", ".join(s for s in SOURCES if s.startswith("labbench2/"))
+        raise SourceError(f"{where}: a labbench2 source is {pinned} or your own `reports`")
+    if "reports" in spec:  # a user's own run (LABBench2's reports, BixBench's CSVs), local
+        return _local_reports(spec, where)
     for benchmark, pattern in spec.get("files", {}).items():
         if spec["format"] == "genegpt" and "{task}" not in str(pattern):
             raise SourceError(f"{where}.files.{benchmark}: a genegpt-format path needs {{task}}")
@@ -245,22 +275,25 @@ def resolve_source(source: str | dict, where: str) -> dict:
     return spec
 
 
-def _local_labbench2(spec: dict, where: str) -> dict:
-    """A user's own LABBench2 reports: task -> existing files, each read as it is (its
-    sha256 stated in the run's identity)."""
+def _local_reports(spec: dict, where: str) -> dict:
+    """A user's own run's files (LABBench2's reports, BixBench's graded CSVs): task ->
+    existing files, each read as it is (its sha256 stated in the run's identity)."""
+    from ..benchmarks.bixbench import TASKS
     from ..benchmarks.labbench2 import report_files
 
     reports = spec["reports"]
+    if spec["format"] not in LOCAL_FORMATS:
+        raise SourceError(f"{where}: files by path are read as {' or '.join(LOCAL_FORMATS)}")
     if not isinstance(reports, dict) or not reports:
-        raise SourceError(f"{where}.reports: a map of task (tag/mode) -> report paths")
-    known = report_files()
+        raise SourceError(f"{where}.reports: a map of task -> its file (or files)")
+    known = report_files() if spec["format"] == "labbench2" else TASKS
     for task, paths in reports.items():
         if task not in known:
             raise SourceError(f"{where}.reports: {task!r} is no task; one of {', '.join(known)}")
         for path in [paths] if isinstance(paths, str) else paths:
             if not Path(path).expanduser().is_file():
                 raise SourceError(f"{where}.reports.{task}: no file {path}")
-    spec.setdefault("name", f"local LABBench2 reports ({spec.get('model', 'a system')})")
+    spec.setdefault("name", f"local {spec['format']} files ({spec.get('model', 'a system')})")
     spec.setdefault("repo", "local")
     spec.setdefault("commit", "local")
     return spec

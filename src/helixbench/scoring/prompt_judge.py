@@ -1,0 +1,121 @@
+"""A benchmark's own grading prompt put to a model of the registry (LABBench2's judges,
+BixBench's grader): the one judge mechanism both use.
+
+Each call is the model's (its response cache keeps it, so a rerun replays it) and is
+recorded under its question (:attr:`PromptJudge.calls`: the prompt's name, the
+verdict, the reason and the model event), which the score job writes to
+``results/judge-calls/``. A judge that cannot decide (its own ``unsure``, a reply with
+no verdict, a failed call) gives no score: counted apart, never as wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from ..models import CompletionRequest, backend, create_model
+
+log = logging.getLogger("helixbench.judge")
+DECIDED = ("correct", "incorrect")
+
+
+class PromptJudge:
+    """Subclasses say which prompt a question gets (:meth:`prompt`) and how a reply is
+    read (:meth:`verdict`); :meth:`judge` asks once per question."""
+
+    per_record = True
+    scorer = "judge"  # the scorer's name, in the judge-call file
+    tools: tuple = ()  # offered to a chat model (LABBench2's structured result)
+
+    def __init__(self, name: str | None, spec: dict | None, prompts: Path, cache=None):
+        self.name = name
+        self.model = create_model(spec, cache=cache) if spec else None
+        self.chats = bool(spec) and backend(spec["backend"]).chats(spec)
+        self._prompts_path = Path(prompts)
+        self._prompts: dict | None = None
+        self.calls: dict[str, dict] = {}  # question id -> its call, verdict and events
+
+    def identity(self) -> dict:
+        return {"judge": self.name, **self.model.identity()} if self.model else {}
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        if self._prompts is None:
+            from ..datasets.upstream import python_constants
+
+            self._prompts = python_constants(self._prompts_path.read_text(encoding="utf-8"))
+        return self._prompts
+
+    def prompt(self, question, answer: str) -> tuple[str, str]:
+        """(the prompt's name, the prompt) a question and its answer are judged with."""
+        raise NotImplementedError
+
+    def verdict(self, text: str, tool_calls) -> tuple[str, str]:
+        """(``correct`` | ``incorrect`` | another word: undecided, the reason)."""
+        raise NotImplementedError
+
+    def judge(self, question, answer: str) -> tuple[float, str] | None:
+        """The question's score and reason by the judge (None: undecided)."""
+        if question.id not in self.calls:
+            self.calls[question.id] = self._ask(question, answer)
+        call = self.calls[question.id]
+        if call["verdict"] not in DECIDED:
+            return None
+        return float(call["verdict"] == "correct"), call["reason"]
+
+    def _ask(self, question, answer: str) -> dict:
+        from ..methods import model_event
+
+        name, prompt = self.prompt(question, answer)
+        request = CompletionRequest(
+            prompt=prompt,
+            stop=(),
+            max_tokens=1024,
+            temperature=0.0,
+            question_id=f"{self.scorer}:{question.id}",
+            question=question.text,
+            call_index=0,
+            messages=({"role": "user", "content": prompt},) if self.chats else None,
+            tools=self.tools if self.chats and self.tools else None,
+        )
+        started = time.perf_counter()
+        completion = error = None
+        try:
+            completion = self.model.complete(request)
+        except Exception as exc:  # recorded: a judge that fails decides nothing
+            error = exc
+            log.warning("%s call for %s failed: %s", self.scorer, question.id, exc)
+        calls = completion.tool_calls if completion is not None else None
+        if completion is None:
+            verdict, reason = "unparseable", str(error)
+        else:
+            verdict, reason = self.verdict(completion.text, calls)
+        event = model_event(
+            request, {"prompt": prompt, "prompt_name": name}, completion, started, error,
+            tool_calls=list(calls) if calls else None,
+        )  # fmt: skip
+        return {
+            "scorer": self.scorer,
+            "verdict": verdict,
+            "reason": reason,
+            "prompt": name,
+            "events": [vars(event)],
+        }
+
+
+class FirstVerdict:
+    """A primary score: the first of its parts that gives a verdict (a benchmark's own
+    published one, then a deterministic rule, then a judge); its reason names which."""
+
+    per_record = True
+
+    def __init__(self, parts: list[tuple[str, object]]):
+        self.parts = parts
+
+    def score_record(self, question, record: dict):
+        for name, scorer in self.parts:
+            found = scorer.score_record(question, record)
+            if found is not None:
+                return found[0], f"{name}: {found[1]}"
+        return None
