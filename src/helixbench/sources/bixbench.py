@@ -31,6 +31,8 @@ from pathlib import Path
 
 from ..datasets.jsonfiles import read_text
 
+GRADER = "BixBench's grade_outputs.py (its str_verifier; its LLM grader, gpt-4o)"
+
 
 def clean(text) -> str:
     return re.sub(r"[^a-zA-Z0-9]", "", str(text)).lower()
