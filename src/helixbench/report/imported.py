@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..config.plan import Plan
 from ..paths import upstream_path
+from ..sources.bixbench import read_rows
 from ..sources.labbench2 import read_merged
 from ..sources.published import claimed_score, coverage, load_items
 
@@ -38,12 +39,20 @@ def import_table(plan: Plan, questions: dict) -> pd.DataFrame:
         ids.setdefault((q.benchmark, q.task), []).append(q.source_id)
     rows = []
     for task in plan.tasks:
-        if task.imported_reports:  # LABBench2's reports, merged as LABBench2 merges them
-            merged = read_merged(task.imported_reports)
-            items = {row["id"]: row for row in [*merged["cases"], *merged["failures"]]}
-            ours, duplicates = ids.get((task.benchmark, task.task), []), 0
+        if task.imported_reports:  # a LABBench2 system's reports, or a user's own files
             file, sha256 = task.imported_reports[0]
             file = task.imported.url if task.imported else file
+            if task.imported_format == "labbench2":  # (merged as LABBench2 merges them)
+                merged = read_merged(task.imported_reports)
+                items = {row["id"]: row for row in [*merged["cases"], *merged["failures"]]}
+            else:
+                items = read_rows(Path(file), sha256, task.benchmark == "bixbench-mcq")
+            ours, duplicates = ids.get((task.benchmark, task.task), []), 0
+        elif task.imported_format == "bixbench":  # (its rows by BixBench's question ids)
+            file, sha256 = task.imported.url, task.imported.sha256
+            mcq = task.benchmark == "bixbench-mcq"
+            items = read_rows(Path(task.imported_path), sha256, mcq)
+            ours, duplicates = ids.get((task.benchmark, task.task), []), 0
         elif task.imported is not None:
             ours = texts.get((task.benchmark, task.task), [])
             file, sha256 = task.imported.url, task.imported.sha256
