@@ -150,6 +150,11 @@ REPORT = (
     ReportFile("labbench2_agreement.csv", "labbench2_agreement", "Scores"),
     ReportFile("labbench2_disagreements.csv"),
     ReportFile("labbench2_successors.csv"),
+    # BixBench's zero-shot baselines beside the config's runs (report/bixbench.py)
+    ReportFile("bixbench.csv", "bixbench", "Scores"),
+    ReportFile("bixbench_paired.csv"),
+    ReportFile("bixbench_verifier.csv"),
+    ReportFile("bixbench_beside.csv"),
 )
 REPORT_FILES = tuple(f.name for f in REPORT)
 

@@ -19,6 +19,13 @@ import pandas as pd
 from .. import paths
 from ..config.plan import Plan
 from ..datasets.questions import read_questions
+from .bixbench import (
+    beside_table,
+    bixbench_shown,
+    bixbench_table,
+    paired_table,
+    verifier_table,
+)
 from .comparisons import asked_pairs, comparison_table, pair_formula
 from .crate import CONFIG_FILE, CRATE_FILE, write_crate
 from .errors import table4_agreement
@@ -145,6 +152,10 @@ def write_report(
         "labbench2_agreement": agreement_table(scores, questions, summaries),
         "labbench2_disagreements": disagreement_table(summaries, questions),
         "labbench2_successors": successors_table(plan, scores),
+        "bixbench": bixbench_table(plan, scores, summaries),
+        "bixbench_paired": paired_table(plan, scores),
+        "bixbench_verifier": verifier_table(summaries),
+        "bixbench_beside": beside_table(plan, scores),
     }
     for name, table in csv_tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
@@ -221,6 +232,7 @@ def write_report(
         "ragas": csv_tables["ragas"],
         "bank": bank_section if covered else None,
         "frontier": {name: csv_tables[name] for name in FRONTIER_TABLES},
+        "bixbench": {name: csv_tables[name] for name in BIXBENCH_TABLES},
     }
     notes = plan.notes + [w for s in summaries.values() for w in s["warnings"]]
     (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
@@ -293,6 +305,10 @@ def write_report(
             name: html_table(frontier_shown(name, csv_tables[name]), f"{name}.csv")
             for name in FRONTIER_TABLES
         },
+        "bixbench": {
+            name: html_table(bixbench_shown(name, csv_tables[name]), f"{name}.csv")
+            for name in BIXBENCH_TABLES
+        },
         "bank": [
             {
                 "name": b["name"],
@@ -341,3 +357,4 @@ FRONTIER_TABLES = (
     "labbench2_disagreements",
     "labbench2_successors",
 )
+BIXBENCH_TABLES = ("bixbench", "bixbench_paired", "bixbench_verifier", "bixbench_beside")

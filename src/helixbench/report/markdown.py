@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .bixbench import bixbench_markdown
 from .frontier import frontier_markdown
 from .geneagent_paper import paper_layout
 from .genesets import _genesets_markdown
@@ -281,6 +282,7 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
         ),
         (None, _bank_text(tables["bank"]) or None),
         ("LABBench2: the frontier", frontier_markdown(tables["frontier"])),
+        ("BixBench: zero-shot", bixbench_markdown(tables["bixbench"])),
         (
             "Error types (Table 4)",
             None

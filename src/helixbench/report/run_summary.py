@@ -30,6 +30,7 @@ from ..datasets.jsonfiles import read_jsonl
 from ..datasets.questions import read_questions
 from ..run.health import run_warnings
 from ..transcripts import read_records
+from .bixbench import verifier_rows
 from .errors import error_types
 from .labbench2_facts import labbench2_facts
 from .operations import agent_table, cost_table, error_table, prompt_digests, replay_table
@@ -190,6 +191,9 @@ def summarize_run(
         calls = read_jsonl(Path(judge_calls)) if judge_calls and Path(judge_calls).is_file() else []
         lines = read_jsonl(Path(score_path))
         summary["labbench2"] = labbench2_facts(plan, records, lines, calls)
+    if any(t.benchmark == "bixbench-open" for t in plan.tasks):  # (the BixBench section's)
+        of_open = [r for t in plan.tasks if t.benchmark == "bixbench-open" for r in records[t]]
+        summary["bixbench"] = {"verifier": verifier_rows(of_open, read_jsonl(Path(score_path)))}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_parquet(run_scores(plan, scores), out_dir / "scores.parquet", {"run": label})
