@@ -58,7 +58,7 @@ RUN_SUMMARY = RUN_SUMMARY_DIR + "/summary.json"
 RUN_SCORE_TABLE = RUN_SUMMARY_DIR + "/scores.parquet"
 # Raised when a summary's content changes: a parameter of the summarize jobs, so
 # Snakemake redoes the summaries an older helixbench wrote.
-RUN_SUMMARY_VERSION = 4
+RUN_SUMMARY_VERSION = 5
 
 # A run's questions and transcripts for the HTML report (index.html loads the copy
 # the report puts in its runs/ folder).

@@ -86,7 +86,9 @@ def bixbench_table(plan: Plan, scores: pd.DataFrame, summaries: dict) -> pd.Data
                     "matches": _matches(figures, theirs) if theirs else None,
                 }
             )
-    return _rounded(pd.DataFrame(rows, columns=COLUMNS))
+    table = _rounded(pd.DataFrame(rows, columns=COLUMNS))
+    counts = [c for c in COLUMNS if c.startswith(("n_", "published_n_")) or c == "asked"]
+    return table.astype(dict.fromkeys(counts, "Int64"))
 
 
 def _figures(sel: pd.DataFrame, benchmark: str) -> dict:
