@@ -34,7 +34,8 @@ BENCHMARKS = ("bixbench-mcq", "bixbench-open")
 FIGURES = ("accuracy", "precision", "coverage", "n_total", "n_correct", "n_sure")
 COLUMNS = [
     "run", "model", "method", "task", "version", "mode", "asked", "n_total", "n_correct",
-    "n_sure", "accuracy", "ci_low", "ci_high", "precision", "coverage", "published_as",
+    "n_sure", "accuracy", "ci_low", "ci_high", "precision", "coverage", "judge_accuracy",
+    "judge_questions", "published_as",
     *(f"published_{f}" for f in FIGURES), "matches",
 ]  # fmt: skip
 PAIRED_COLUMNS = [
@@ -87,7 +88,8 @@ def bixbench_table(plan: Plan, scores: pd.DataFrame, summaries: dict) -> pd.Data
                 }
             )
     table = _rounded(pd.DataFrame(rows, columns=COLUMNS))
-    counts = [c for c in COLUMNS if c.startswith(("n_", "published_n_")) or c == "asked"]
+    counts = [c for c in COLUMNS if c.startswith(("n_", "published_n_"))]
+    counts += ["asked", "judge_questions"]
     return table.astype(dict.fromkeys(counts, "Int64"))
 
 
@@ -102,7 +104,10 @@ def _figures(sel: pd.DataFrame, benchmark: str) -> dict:
         sure = len(right)
     total, correct = len(right), int(right.sum())
     interval = bootstrap_mean(right) if total else None
+    judged = sel[sel.metric == "bix_judge"].score  # (BixBench's grader's prompt, ours asked)
     return {
+        "judge_accuracy": judged.mean() if not judged.empty else None,
+        "judge_questions": len(judged) if not judged.empty else None,
         "n_total": total,
         "n_correct": correct,
         "n_sure": sure,
@@ -264,6 +269,7 @@ def bixbench_shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
                     for m in table.matches
                 ],
                 "published_accuracy": table.published_accuracy,
+                "judge": table.judge_accuracy,
             }
         )
     elif name == "bixbench_paired":
