@@ -36,6 +36,7 @@ _TYPES = {
     "boolean": "true or false",
     "null": "null",
 }
+SHOWN = 6  # the names an unknown value's error lists (the closest is suggested too)
 # Why the schema caps what it caps, said where the cap is hit (by the key's name).
 LIMITS = {
     ("shards", "maximum"): "one run of 1,000 shards takes Snakemake about 8 s to plan on 2 "
@@ -168,7 +169,9 @@ def describe(error: jsonschema.ValidationError) -> str:
     if kind == "enum" and _is_key_name(error):
         return f"{where}: unknown name {value!r}{_suggest(value, schema['enum'])}"
     if kind == "enum":
-        options = ", ".join(str(o) for o in schema["enum"])
+        names = [str(o) for o in schema["enum"]]
+        options = ", ".join(names[:SHOWN])  # (one line: past SHOWN, how many more)
+        options += f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
         return f"{where}: {value!r} is not one of {options}{_suggest(value, schema['enum'])}"
     if kind == "type":
         wanted = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]

@@ -55,6 +55,7 @@ import numpy as np
 from ..datasets.upstream import lookup, python_constants, verified_bytes
 from ..environments import environment_python
 from ..paths import PEER_TEMPLATES
+from ..scoring.choice import has_refusal
 
 VARIANTS = ("inspect", "futurehouse", "bixbench")
 # What inspect_evals' lab_bench tasks send with a prompt: the model and the message,
@@ -251,12 +252,6 @@ def _bixbench(question, templates: dict) -> Presentation:
     options = "\n".join(f"({LETTERS[k]}) {text}" for k, text in enumerate(texts))
     prompt = templates[name].format(question=question.text, options=options)
     return Presentation(prompt, positions, texts, "bixbench")
-
-
-def has_refusal(choices: list[str]) -> bool:
-    """Whether a question's last choice is the refusal (LAB-Bench's, BixBench's wording):
-    BixBench asks some without it."""
-    return bool(choices) and choices[-1].rstrip(".").strip() == FUTUREHOUSE_REFUSAL
 
 
 def futurehouse_template(zero_shot: Path) -> str:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import string
 
-from ..methods.choices import has_refusal
 from ..sources.bixbench import mcq_grade
 
 LETTERS = string.ascii_uppercase
@@ -41,6 +40,15 @@ def picked(question, record: dict) -> int | None:
         return presented[LETTERS.index(answer.upper())]
     texts = [c.strip().lower() for c in choices]
     return texts.index(answer.lower()) if answer.lower() in texts else None
+
+
+REFUSAL = "Insufficient information to answer the question"  # (LAB-Bench adds a stop)
+
+
+def has_refusal(choices: list[str]) -> bool:
+    """Whether a question's last choice is the refusal (LAB-Bench's, BixBench's wording):
+    BixBench asks some without it."""
+    return bool(choices) and choices[-1].rstrip(".").strip() == REFUSAL
 
 
 class ChoiceScorer:
