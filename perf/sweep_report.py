@@ -303,7 +303,11 @@ def question_bank(work: Path, n: int, cores: int, env: dict) -> None:
     if (work / paths.QUESTIONS).is_file():
         return
     config = work / "config.yaml"
-    config.write_text(json.dumps(sweep_config(n)))
+    # (a replayed run: the sweep's own models answer at no server, and the workflow
+    # checks the servers of the runs it would start)
+    replay = {"codex": {"backend": "replay", "recording": "genegpt-2023"}}
+    runs = [{"model": "codex", "method": "genegpt-slim", "benchmarks": ["geneturing"]}]
+    config.write_text(json.dumps({**sweep_config(n), "models": replay, "runs": runs}))
     snakefile = str(ROOT / "workflow" / "Snakefile")
     command = [sys.executable, "-m", "snakemake", "-s", snakefile, "--directory", str(work)]
     command += ["--configfile", str(config), "--cores", str(cores), paths.QUESTIONS]
@@ -312,7 +316,15 @@ def question_bank(work: Path, n: int, cores: int, env: dict) -> None:
         sys.exit(done.stderr[-3000:])
 
 
-def report_row(code: str, n: int, config: dict, work: Path, out: Path, env: dict) -> dict:
+def records_size(work: Path, plan) -> int:
+    """The runs' records as a real sweep would hold them: each run's own shard files
+    (the variants' hard links counted once a run)."""
+    return sum((work / p).stat().st_size for run in plan.runs for p in run.shard_paths())
+
+
+def report_row(
+    code: str, n: int, config: dict, work: Path, out: Path, env: dict, records: int
+) -> dict:
     """The report command of ``env``'s code on the sweep: its figures."""
     command = [sys.executable, "-m", "helixbench", "report", "--config-json", json.dumps(config)]
     wall, peak = timed([*command, "--out-dir", str(out)], work, env)
@@ -325,6 +337,8 @@ def report_row(code: str, n: int, config: dict, work: Path, out: Path, env: dict
         "index.html MB": round(size(out / "index.html") / 1e6, 2),
         "runs/ MB": round(size(out / "runs") / 1e6),
         "report MB (without runs/)": round((size(out) - size(out / "runs")) / 1e6, 1),
+        "records MB": round(records / 1e6),
+        "report / records %": round(100 * size(out) / records, 1),
         "comparisons rows": sum(1 for _ in open(out / "comparisons.csv")) - 1,
         "parquet MB": round(size(out / "question_scores.parquet") / 1e6, 1),
         "ready ms": ready_ms,
@@ -361,7 +375,8 @@ def main() -> None:
             config, plan = build_sweep(work, n, args.variants, mirror)
             built = time.perf_counter() - started
             summaries_wall, per_job = summarize_all(work, plan, args.cores, env)
-        row = report_row("this", n, config, work, work / paths.REPORT_DIR, env)
+        records = records_size(work, plan)
+        row = report_row("this", n, config, work, work / paths.REPORT_DIR, env, records)
         row["questions/run"] = sum(1 for _ in open(work / plan.runs[0].shard_paths()[0]))
         if not args.report_only:
             row |= {"built s": round(built), "summaries wall s": round(summaries_wall)}
@@ -371,7 +386,7 @@ def main() -> None:
         if args.base and n <= args.base_max:
             base_env = {**os.environ, "PYTHONPATH": str(args.base / "src")}
             out = work / "results" / "report-base"
-            rows.append(report_row("base", n, config, work, out, base_env))
+            rows.append(report_row("base", n, config, work, out, base_env, records))
             print(json.dumps(rows[-1]), flush=True)
     columns = list(dict.fromkeys(k for r in rows for k in r))
     print("\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))

@@ -45,6 +45,7 @@ import csv
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -280,14 +281,28 @@ def main() -> None:
     parser.add_argument(
         "--warm", action="store_true", help="fetch and build the questions before the clock"
     )
+    parser.add_argument(
+        "--pairs", type=int, default=1, help="alternating helixbench / Inspect runs (medians)"
+    )
     args = parser.parse_args()
     mirror = resolve_mirror(None)
     if mirror is None:
         sys.exit("set HELIXBENCH_MIRROR to the upstream mirror")
     mirror = Path(mirror).resolve()
-    show("helixbench", run_helixbench(args, mirror))
-    if args.vs_inspect:
-        show("inspect", run_inspect(args, args.vs_inspect, mirror))
+    walls: dict[str, list[float]] = {"helixbench": [], "inspect": []}
+    for _ in range(args.pairs):
+        row = run_helixbench(args, mirror)
+        show("helixbench", row)
+        walls["helixbench"].append(row["wall_s"])
+        if args.vs_inspect:
+            row = run_inspect(args, args.vs_inspect, mirror)
+            show("inspect", row)
+            walls["inspect"].append(row["wall_s"])
+    if args.pairs > 1:
+        for name, seen in walls.items():
+            if seen:
+                shown = ", ".join(f"{s:.1f}" for s in seen)
+                print(f"{name:<11} median wall {statistics.median(seen):.1f} s ({shown})")
 
 
 if __name__ == "__main__":

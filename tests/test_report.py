@@ -451,26 +451,33 @@ def test_an_originals_prompts_are_paired_by_digest_not_by_cache_hits():
         ("n", "genegpt"): {"q2": ["c"]},  # another model
         ("m", "other"): {"q3": ["c"]},  # another question
     }
-    summaries = {
-        f"{m} / {k}": {"model": m, "method": k, "prompts": p} for (m, k), p in prompts.items()
-    }
-    assert with_shared_prompts(agents, summaries).prompts_shared.tolist() == [2]
+    summaries = {f"{m} / {k}": {"model": m, "method": k} for m, k in prompts}
+    read = []
+
+    def prompts_of(label):
+        read.append(label)
+        return prompts[tuple(label.split(" / "))]
+
+    assert with_shared_prompts(agents, summaries, prompts_of).prompts_shared.tolist() == [2]
+    assert "n / genegpt" not in read  # (another model's digests are never read)
 
 
 def test_no_text_of_a_run_can_end_the_bundled_pages_script(tmp_path):
     """The page's copy for Snakemake's report holds each run's file inside a script:
     a run's answer that reads ``</script>`` or opens a comment stays a string, and a
     run past the page's size limit is left to runs/."""
-    import json
     from types import SimpleNamespace
 
-    from helixbench.report.details import CALLBACK, inline_run_scripts
+    from helixbench.report.details import CALLBACK, inline_run_scripts, read_details, write_details
 
-    data = {"run": "m / x", "questions": [{"answer": "</script><!-- <b>bold</b>"}]}
+    data = {"run": "m</script> / x", "questions": [{"answer": "</script><!-- <b>bold</b>"}]}
     details = tmp_path / "details.js"
-    details.write_text(f"{CALLBACK}({json.dumps(data)});\n")
+    write_details(details, data)
+    assert read_details(details) == data
     plan = SimpleNamespace(runs=[SimpleNamespace(details_path=str(details))] * 2)
     (script,) = inline_run_scripts(plan, max_bytes=details.stat().st_size + 10)
-    assert "<" not in script and script.startswith(f"{CALLBACK}(")
-    assert json.loads(script[len(CALLBACK) + 1 : -3]) == data
+    assert "<" not in script and script.startswith(f'{CALLBACK}("')
+    inlined = tmp_path / "inlined.js"
+    inlined.write_text(script.replace("\\u003c", "<"))  # (as the page's script reads it)
+    assert read_details(inlined) == data
     assert len(inline_run_scripts(plan)) == 2

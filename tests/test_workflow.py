@@ -304,9 +304,13 @@ def test_each_runs_questions_load_on_demand_from_a_file_of_its_own(
     assert sorted(p.name for p in runs.iterdir()) == [
         "genegpt-101110.js", "genegpt-full.js", "genegpt-slim.js"
     ]  # fmt: skip
+    from helixbench.report.details import read_details
+
     text = (runs / "genegpt-slim.js").read_text()
-    assert text.startswith("helixbenchRun(") and text.endswith(");\n")
-    data = json.loads(text[len("helixbenchRun(") : -3])
+    assert text.startswith('helixbenchRun("') and text.endswith('","codex / genegpt-slim");\n')
+    data = read_details(runs / "genegpt-slim.js")  # (gzip in base64: a fifth of the JSON)
+    plain = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    assert len(text) < len(plain) / 3
     assert data["run"] == "codex / genegpt-slim" and len(data["questions"]) == 450
     assert {q["status"] for q in data["questions"]} == {"right", "wrong"}
     # The same report, as a sweep's: nothing loaded until a run is asked for.

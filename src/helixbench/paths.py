@@ -55,10 +55,14 @@ RUN_JUDGE_CALLS = "results/judge-calls/{model}/{method}/{variant}.jsonl"
 SUMMARIES_DIR = "results/summaries"
 RUN_SUMMARY_DIR = SUMMARIES_DIR + "/{model}/{method}/{variant}"
 RUN_SUMMARY = RUN_SUMMARY_DIR + "/summary.json"
+# Per question, the digests of the prompts its model calls sent: read by the report
+# only for the models with an agent run (operations.with_shared_prompts), so they stay
+# out of the summary every join reads.
+RUN_PROMPTS = RUN_SUMMARY_DIR + "/prompts.json"
 RUN_SCORE_TABLE = RUN_SUMMARY_DIR + "/scores.parquet"
 # Raised when a summary's content changes: a parameter of the summarize jobs, so
 # Snakemake redoes the summaries an older helixbench wrote.
-RUN_SUMMARY_VERSION = 5
+RUN_SUMMARY_VERSION = 6
 
 # A run's questions and transcripts for the HTML report (index.html loads the copy
 # the report puts in its runs/ folder).
@@ -164,6 +168,8 @@ def show_report(target) -> None:
     :data:`REPORTS_DIR`) with a relative link, replaced at once. A folder an older
     helixbench wrote there is kept, moved into :data:`REPORTS_DIR`."""
     link, target = Path(REPORT_DIR), Path(target)
+    if os.path.abspath(target) == os.path.abspath(link):
+        return  # (a report written at the link's own place: nothing to point)
     relative = os.path.relpath(target, link.parent)
     if link.is_symlink():
         if os.readlink(link) == relative:

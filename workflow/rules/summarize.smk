@@ -8,6 +8,7 @@ rule summarize_run:
         shards=get_run_shards,
     output:
         summary=paths.RUN_SUMMARY,
+        prompts=paths.RUN_PROMPTS,
         scores=paths.RUN_SCORE_TABLE,
         details=paths.RUN_DETAILS,
     log:

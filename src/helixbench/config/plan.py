@@ -181,6 +181,10 @@ class Run:
         return paths.RUN_SUMMARY.format(**self.wildcards)
 
     @property
+    def prompts_path(self) -> str:
+        return paths.RUN_PROMPTS.format(**self.wildcards)
+
+    @property
     def score_table_path(self) -> str:
         return paths.RUN_SCORE_TABLE.format(**self.wildcards)
 

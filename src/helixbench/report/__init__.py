@@ -46,6 +46,7 @@ from .joined import (
     joined_cost,
     joined_rows,
     joined_scores,
+    prompts_reader,
     read_run_scores,
     read_summaries,
 )
@@ -141,7 +142,9 @@ def write_report(
         "genesets_leaderboard": geneset_board,
         "headline": headline_table(plan, index, board, geneset_board, bank_board),
         "imports": import_table(plan, questions),
-        "agents": with_shared_prompts(joined_rows(plan, summaries, "agents"), summaries),
+        "agents": with_shared_prompts(
+            joined_rows(plan, summaries, "agents"), summaries, prompts_reader(plan)
+        ),
         "genesets": geneset_table(plan, summary, facts),
         "geneagent_paper": geneagent_paper_table(plan, scores, summary),
         "ragas": ragas_table(plan, summary, scores),

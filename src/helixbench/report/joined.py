@@ -32,6 +32,12 @@ def read_summaries(plan: Plan) -> dict[str, dict]:
     return out
 
 
+def prompts_reader(plan: Plan):
+    """Run label -> its prompt digests (``prompts.json``, beside its summary)."""
+    where = {run.label: Path(run.prompts_path) for run in plan.runs}
+    return lambda label: json.loads(where[label].read_text())
+
+
 # Columns of few distinct values, held as categories in memory: a sweep's table has
 # millions of rows (1,000 runs of the whole question bank: 10 million).
 ROW_GROUP = 1_000_000  # rows of question_scores.parquet written at once

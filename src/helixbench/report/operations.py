@@ -284,17 +284,20 @@ def prompt_digests(records: dict[RunTask, list[dict]]) -> dict[str, list[str]]:
     return sent
 
 
-def with_shared_prompts(agents: pd.DataFrame, summaries: dict[str, dict]) -> pd.DataFrame:
+def with_shared_prompts(
+    agents: pd.DataFrame, summaries: dict[str, dict], prompts_of
+) -> pd.DataFrame:
     """``prompts_shared`` of each agent run: its model calls whose prompt another run of
     the same model sent on the same question (the seed systems' cross-check, which
-    unlike cache hits does not depend on which job ran first)."""
+    unlike cache hits does not depend on which job ran first). ``prompts_of(label)``:
+    a run's prompt digests (its ``prompts.json``), read for these models' runs only."""
     if agents.empty:
         return agents
     shared = []
     for row in agents.itertuples():
-        runs = [s for s in summaries.values() if s["model"] == row.model]
-        mine = next((s.get("prompts", {}) for s in runs if s["method"] == row.method), {})
-        others = [s.get("prompts", {}) for s in runs if s["method"] != row.method]
+        runs = [label for label, s in summaries.items() if s["model"] == row.model]
+        mine = next((prompts_of(r) for r in runs if summaries[r]["method"] == row.method), {})
+        others = [prompts_of(r) for r in runs if summaries[r]["method"] != row.method]
         count = 0
         for question, digests in mine.items():
             theirs = {d for other in others for d in other.get(question, ())}

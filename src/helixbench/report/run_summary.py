@@ -5,6 +5,7 @@
 
 - ``scores.parquet``: its per-question scores (the columns of
   :mod:`.question_scores`), the rows every table of the report is derived from;
+- ``prompts.json``: per question, the digests of the prompts its model calls sent;
 - ``summary.json``: its rows of the report's tables (scores with their intervals,
   replay, errors, cost, agents, error types, run warnings) and the facts the report
   cites of its records (snapshot ids, model identities, when it finished, the tool
@@ -176,7 +177,6 @@ def summarize_run(
         "cost": _rows(cost_table(plan, records, {})),
         "fresh_tokens": fresh_tokens(records),
         "agents": _rows(agent_table(plan, records)),
-        "prompts": prompt_digests(records),
         "taxonomy": _rows(taxonomy),
         "question_bank": _rows(bank_table(plan, scores)),
         "question_bank_leaderboard": _rows(bank_leaderboard(plan, scores, questions)),
@@ -199,6 +199,7 @@ def summarize_run(
     write_parquet(run_scores(plan, scores), out_dir / "scores.parquet", {"run": label})
     details = run_details(label, plan, records, index, questions, labels)
     write_details(Path(details_path), details)
+    (out_dir / "prompts.json").write_text(json.dumps(prompt_digests(records)) + "\n")
     tmp = out_dir / "summary.json.tmp"
     tmp.write_text(json.dumps(summary, default=_plain) + "\n")
     tmp.replace(out_dir / "summary.json")
