@@ -14,12 +14,13 @@ following the answer and graded ones drawn. The transcripts come in --variants
 sets, each run hard-linking one (a real sweep's shards would each be its own; the
 jobs read them all the same); the scores follow the variant's answers.
 
-Then, as Snakemake would on a machine of --cores cores, each run's summarize job
-(`helixbench summarize`, the jobs in parallel), and the report rule (`helixbench
-report`). Printed per N: the summaries' wall time and mean seconds a job, the
-report's wall time and peak memory (the rule alone: the join), the report's size
-(index.html, the per-run question files, comparisons.csv, question_scores.parquet)
-and the index's load in headless Chromium (the page's own clock at ready, and the
+Then, as Snakemake would on a machine of --cores cores, each run's score job (`helixbench
+score --summary`: the run's scores, which replace the drawn ones, and its summary, the
+jobs in parallel), and the report rule (`helixbench report`). Printed per N: the score
+jobs' wall time and mean seconds a job, the report's wall time and peak memory (the
+rule alone: the join), the report's size (index.html, the per-run question files,
+comparisons.csv, question_scores.parquet) against the records' and the index's load
+in headless Chromium (the page's own clock at ready, and the
 whole `chromium --dump-dom` process). With --base DIR (a checkout of an earlier
 helixbench, e.g. `git worktree add /tmp/base <rev>`), its report command runs on
 the same files beside, for N up to --base-max.
@@ -232,8 +233,9 @@ def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float
         return wall, int(out.read().split()[-1]) / 1e6
 
 
-def summarize_all(work: Path, plan, cores: int, env: dict) -> tuple[float, float]:
-    """Every run's summarize job, ``cores`` at a time: wall, mean seconds a job."""
+def score_all(work: Path, plan, cores: int, env: dict) -> tuple[float, float]:
+    """Every run's score job, which writes the run's summary too (as the workflow's
+    ``score_run``), ``cores`` at a time: wall, mean seconds a job."""
     scoring = json.dumps(plan.scoring, sort_keys=True)
 
     def job(run):
@@ -242,16 +244,16 @@ def summarize_all(work: Path, plan, cores: int, env: dict) -> tuple[float, float
             sys.executable,
             "-m",
             "helixbench",
-            "summarize",
+            "score",
             "--spec",
             json.dumps(run.spec(), sort_keys=True),
             "--questions",
             paths.QUESTIONS,
             "--scoring",
             scoring,
-            "--scores",
-            run.score_path,
             "--out",
+            run.score_path,
+            "--summary",
             run.summary_path,
             "--details",
             run.details_path,
@@ -374,13 +376,13 @@ def main() -> None:
             started = time.perf_counter()
             config, plan = build_sweep(work, n, args.variants, mirror)
             built = time.perf_counter() - started
-            summaries_wall, per_job = summarize_all(work, plan, args.cores, env)
+            summaries_wall, per_job = score_all(work, plan, args.cores, env)
         records = records_size(work, plan)
         row = report_row("this", n, config, work, work / paths.REPORT_DIR, env, records)
         row["questions/run"] = sum(1 for _ in open(work / plan.runs[0].shard_paths()[0]))
         if not args.report_only:
-            row |= {"built s": round(built), "summaries wall s": round(summaries_wall)}
-            row["s/summary job"] = round(per_job, 2)
+            row |= {"built s": round(built), "score+summary wall s": round(summaries_wall)}
+            row["s/score+summary job"] = round(per_job, 2)
         rows.append(row)
         print(json.dumps(row), flush=True)
         if args.base and n <= args.base_max:

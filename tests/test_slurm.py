@@ -28,6 +28,7 @@ CONFIG = {
         {"model": "codex", "method": "genegpt-slim", "tasks": TASKS, "shards": 4},
         {"model": "codex", "method": "genegpt-full", "tasks": TASKS, "shards": 4},
     ],
+    "report": {"exports": ["every-eval-ever"]},
 }
 
 
@@ -80,7 +81,8 @@ def test_slurm_run_equals_local_run(mirror, tmp_path):
         ).stdout.split("\n")
     submitted = [j for j in jobs if j.strip()]
     # 2 runs (each over 2 tasks) x 4 shards = 8 shard jobs, grouped 3 to a SLURM job;
-    # and the 2 runs' summaries, grouped (summaries=25) when both are ready at once.
+    # and the 2 runs' exports, grouped (exports=25) when both are ready at once (their
+    # summaries come from their score jobs, on this host).
     assert 3 + 1 <= len(submitted) <= 3 + 2, submitted
     assert all(j.endswith("COMPLETED") for j in submitted), submitted
     assert results(tmp_path / "slurm") == results(tmp_path / "local")

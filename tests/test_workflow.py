@@ -352,8 +352,8 @@ def test_rescoring_reruns_no_model(mirror, paper_run, tmp_path):
 @pytest.mark.workflow
 @PAPER_RUN
 def test_a_run_added_to_a_finished_sweep_redoes_that_run_and_the_join(mirror, paper_run):
-    """Each run's summary is its own job: adding a run runs it, scores it, summarizes
-    and exports it, and joins; no other run's summary is made again."""
+    """Each run's summary is its score job's: adding a run runs it, scores and
+    summarizes it, exports it, and joins; no other run's summary is made again."""
     config = paper_config()
     config["methods"]["genegpt-slim-again"] = {"kind": "genegpt", "mask": "001001"}
     config["runs"].append({"model": "codex", "method": "genegpt-slim-again"})
@@ -361,7 +361,8 @@ def test_a_run_added_to_a_finished_sweep_redoes_that_run_and_the_join(mirror, pa
     assert done.returncode == 0, done.stderr[-3000:]
     stats = (done.stdout + done.stderr).split("Job stats:")[1]
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", stats, re.M))
-    assert jobs["summarize_run"] == jobs["export_run"] == jobs["score_run"] == "1", jobs
+    assert "summarize_run" not in jobs, jobs  # (one job scores and summarizes a run)
+    assert jobs["export_run"] == jobs["score_run"] == "1", jobs
     assert jobs["report"] == "1" and "genegpt-slim-again" in done.stdout
 
 
@@ -790,10 +791,15 @@ def test_report_score_and_run_jobs_work_in_their_conda_environments(mirror, pape
     run = build_plan(config, mirror).find("codex", "genegpt-slim")
     scoring = json.dumps(build_plan(config, mirror).scoring)
     args = ["score", "--spec", json.dumps(run.spec()), "--questions", paths.QUESTIONS]
-    args += ["--scoring", scoring, "--out", str(tmp_path / "scores.jsonl"), *run.shard_paths()]
-    done = helixbench_in_env("score", args, cwd=paper_run)
+    args += ["--scoring", scoring, "--out", str(tmp_path / "scores.jsonl")]
+    summary = tmp_path / "summary" / "summary.json"
+    args += ["--summary", str(summary), "--details", str(summary.parent / "details.js")]
+    done = helixbench_in_env("score", [*args, *run.shard_paths()], cwd=paper_run)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "scores.jsonl").read_text() == (paper_run / run.score_path).read_text()
+    for name in ("summary.json", "prompts.json", "scores.parquet", "details.js"):
+        theirs = (paper_run / run.summary_path).parent / name
+        assert (summary.parent / name).read_bytes() == theirs.read_bytes(), name
     args = ["run", "--spec", json.dumps(run.spec()), "--shard", "0", "--questions"]
     args += [paths.QUESTIONS, "--out", str(tmp_path / "shard.jsonl")]
     done = helixbench_in_env("run", args, cwd=paper_run)

@@ -1,4 +1,5 @@
-# Stage 4: per-question scores of a run; rescoring never reruns a model.
+# Stage 4: per-question scores of a run and, in the same job (one start, one read of
+# its records), its share of the report; rescoring never reruns a model.
 
 
 # The percentile scorer's background, built (and encoded) once for every score job
@@ -32,6 +33,10 @@ rule score_run:
     output:
         scores=paths.RUN_SCORES,
         judge_calls=paths.RUN_JUDGE_CALLS,
+        summary=paths.RUN_SUMMARY,
+        prompts=paths.RUN_PROMPTS,
+        table=paths.RUN_SCORE_TABLE,
+        details=paths.RUN_DETAILS,
     log:
         "logs/score/{model}/{method}/{variant}.log",
     conda:
@@ -43,8 +48,10 @@ rule score_run:
         model_cache=verbatim(get_model_cache()),
         background=get_background_arg,
         ragas_env=get_ragas_env_arg,
+        version=paths.RUN_SUMMARY_VERSION,  # a new summary format rescores
     shell:
         "python -m helixbench score --spec {params.spec:q} --questions {input.questions:q}"
         " --scoring {params.scoring:q} {params.scorer_models} --model-cache {params.model_cache:q}"
         " {params.background} {params.ragas_env} --judge-calls {output.judge_calls:q}"
-        " --out {output.scores:q} {input.shards:q} > {log:q} 2>&1"
+        " --out {output.scores:q} --summary {output.summary:q} --details {output.details:q}"
+        " {input.shards:q} > {log:q} 2>&1"

@@ -220,6 +220,12 @@ def _job_commands(sub) -> None:
     p.add_argument("--ragas-env", help="RAGAs' environment (its env.json), for scoring.ragas")
     p.add_argument("--judge-calls", help="where RAGAs' judge calls go, by question (JSON lines)")
     p.add_argument("--out", required=True, help="the run's scores (JSON lines)")
+    p.add_argument(
+        "--summary",
+        help="also the run's share of the report: its summary.json (its folder gets the "
+        "per-question table and the prompt digests)",
+    )
+    p.add_argument("--details", help="with --summary: the run's questions for the HTML report")
     p.add_argument("shards", nargs="+", help="the run's shard files")
     p.set_defaults(func=jobs.score)
 
@@ -239,21 +245,6 @@ def _job_commands(sub) -> None:
     p.add_argument("--scoring", default="{}", help="the config's scoring section as JSON")
     p.add_argument("--model-cache", help="encode the names into the cache beside this one")
     p.set_defaults(func=jobs.background)
-
-    p = sub.add_parser(
-        "summarize",
-        description="A run's share of the report: its per-question table, its rows of the "
-        "report's tables, and its questions for the HTML page.",
-    )
-    p.add_argument("--spec", required=True, help="the run's JSON spec from the plan")
-    p.add_argument("--questions", required=True, help="the question table")
-    p.add_argument("--scoring", required=True, help="the config's scoring section as JSON")
-    p.add_argument("--scores", required=True, help="the run's scores (JSON lines)")
-    p.add_argument("--out", required=True, help="the run's summary.json (its folder gets the rest)")
-    p.add_argument("--details", required=True, help="the run's questions for the HTML report")
-    p.add_argument("--judge-calls", help="the score job's judge calls (JSON lines)")
-    p.add_argument("shards", nargs="+", help="the run's shard files")
-    p.set_defaults(func=jobs.summarize)
 
     p = sub.add_parser(
         "export", description="A run in other tools' formats (Every Eval Ever, Inspect)."

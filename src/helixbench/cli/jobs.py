@@ -93,7 +93,10 @@ def index(args) -> None:
 def score(args) -> None:
     from ..run.shard import score_run
 
-    score_run(
+    if args.summary and not args.details:
+        raise SystemExit("score: --summary needs --details (the run's questions for the page)")
+
+    read = score_run(
         json.loads(args.spec),
         Path(args.questions),
         [Path(p) for p in args.shards],
@@ -105,6 +108,20 @@ def score(args) -> None:
         ragas_env=args.ragas_env,
         judge_calls=Path(args.judge_calls) if args.judge_calls else None,
     )
+    if args.summary:  # (in the same job: one start, one read of the records)
+        from ..report.run_summary import summarize_run
+
+        summarize_run(
+            json.loads(args.spec),
+            json.loads(args.scoring),
+            Path(args.questions),
+            [Path(p) for p in args.shards],
+            Path(args.out),
+            Path(args.summary).parent,
+            Path(args.details),
+            Path(args.judge_calls) if args.judge_calls else None,
+            read,
+        )
 
 
 def background(args) -> None:
@@ -119,21 +136,6 @@ def background(args) -> None:
         scorers = Scorers(json.loads(args.scoring), model_cache=args.model_cache, candidates=names)
         scorers.get("percentile").warm()
         print(f"encoded by {scorers.scored_by('percentile')}")
-
-
-def summarize(args) -> None:
-    from ..report.run_summary import summarize_run
-
-    summarize_run(
-        json.loads(args.spec),
-        json.loads(args.scoring),
-        Path(args.questions),
-        [Path(p) for p in args.shards],
-        Path(args.scores),
-        Path(args.out).parent,
-        Path(args.details),
-        Path(args.judge_calls) if args.judge_calls else None,
-    )
 
 
 def export(args) -> None:

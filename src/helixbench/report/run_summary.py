@@ -1,6 +1,7 @@
-"""One run's share of the report, computed in its own job as the run finishes.
+"""One run's share of the report, computed as the run finishes.
 
-``helixbench summarize`` reads a run's records and scores once and writes, under
+The run's score job (``helixbench score --summary``), with the records and
+questions it has just read and the scores it has just written, writes under
 ``results/summaries/<model>/<method>/<variant>/``:
 
 - ``scores.parquet``: its per-question scores (the columns of
@@ -75,15 +76,23 @@ def records_by_task(plan: Plan, records: list[dict]) -> dict[RunTask, list[dict]
     }
 
 
-def load_run(spec: dict, scoring: dict, questions_path, shard_paths, score_path) -> tuple:
+def load_run(
+    spec: dict, scoring: dict, questions_path, shard_paths, score_path, read=None
+) -> tuple:
     """A run's plan, records by task, score lines (``scores_frame``) and the questions
-    they cite: what its summary and its exports read."""
+    they cite: what its summary and its exports read. ``read``: the records and the
+    question table as the score job read them (else read here)."""
     plan = spec_plan(spec, scoring)
-    records = records_by_task(plan, [r for p in shard_paths for r in read_records(Path(p))])
+    if read is None:
+        read = (
+            [r for p in shard_paths for r in read_records(Path(p))],
+            read_questions(Path(questions_path)),
+        )
+    records = records_by_task(plan, read[0])
     scores = scores_frame(read_jsonl(Path(score_path)))
     wanted = {r["question_id"] for of_task in records.values() for r in of_task}
     wanted |= set(scores.question_id)  # a question asked once for two benchmarks
-    questions = {q.id: q for q in read_questions(Path(questions_path)) if q.id in wanted}
+    questions = {q.id: q for q in read[1] if q.id in wanted}
     return plan, records, scores, questions
 
 
@@ -156,12 +165,14 @@ def summarize_run(
     out_dir: Path,
     details_path: Path,
     judge_calls: Path | None = None,
+    read: tuple[list[dict], list] | None = None,
 ) -> dict:
-    """Write the run's summary files (module docstring); returns the summary."""
+    """Write the run's summary files (module docstring); returns the summary. ``read``:
+    the records and questions the score job read (:func:`load_run`)."""
     from .details import run_details, write_details
 
     plan, records, scores, questions = load_run(
-        spec, scoring, questions_path, shard_paths, score_path
+        spec, scoring, questions_path, shard_paths, score_path, read
     )
     label = run_label(spec["model"], spec["method"])
     index = score_index(scores)

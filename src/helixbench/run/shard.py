@@ -308,17 +308,19 @@ def score_run(
     background: Path | None = None,
     ragas_env: str | None = None,
     judge_calls: Path | None = None,
-) -> None:
+) -> tuple[list[dict], list]:
     """Per-question scores of one run, one JSON line per (question, metric); the
     scorers of each task come from ``scoring`` (the config's section). ``background``:
     the percentile scorer's names (one a line); else the three datasets' names.
     ``ragas_env``: RAGAs' environment, for a run it scores (``scoring.ragas``), whose
-    judge's calls go to ``judge_calls`` by question."""
+    judge's calls go to ``judge_calls`` by question. Returns the run's records and the
+    question table as read, for its summary in the same job (no second read)."""
     every = read_questions(questions_path)
     questions = {q.id: q for q in every}
     names = read_background(background) if background else dataset_names(every)
     scorers = Scorers(scoring, scorer_models, model_cache, candidates=names)
-    records = [record for path in shard_paths for record in read_records(path)]
+    read = [record for path in shard_paths for record in read_records(path)]
+    records = list(read)
     by_id = {record["question_id"]: record for record in records}
     # A question asked once for two benchmarks: its answer scored against each gold.
     for question_id, asked in answered_by(every, spec).items():
@@ -374,3 +376,4 @@ def score_run(
         ]
         _write_lines(Path(judge_calls), entries)
     log.info("%d scores; model-based scorers: %s", len(rows), scorers.identities())
+    return read, every
