@@ -251,6 +251,8 @@ def score_all(work: Path, plan, cores: int, env: dict) -> tuple[float, float]:
             paths.QUESTIONS,
             "--scoring",
             scoring,
+            "--model-cache",  # (as the workflow: the embedding scorer's vectors kept)
+            paths.MODEL_CACHE,
             "--out",
             run.score_path,
             "--summary",
