@@ -20,10 +20,12 @@ jobs in parallel), and the report rule (`helixbench report`). Printed per N: the
 jobs' wall time and mean seconds a job, the report's wall time and peak memory (the
 rule alone: the join), the report's size (index.html, the per-run question files,
 comparisons.csv, question_scores.parquet) against the records' and the index's load
-in headless Chromium (the page's own clock at ready, and the
-whole `chromium --dump-dom` process). With --base DIR (a checkout of an earlier
-helixbench, e.g. `git worktree add /tmp/base <rev>`), its report command runs on
-the same files beside, for N up to --base-max.
+in headless Chromium (the page's own clock at ready, and the whole `chromium
+--dump-dom` process). With --snakemake, also the report through Snakemake: the whole
+`snakemake` command that ends a sweep, Snakemake's own start and bookkeeping included.
+With --base DIR (a checkout of an earlier helixbench, e.g. `git worktree add /tmp/base
+<rev>`), its report command (and workflow) runs on the same files beside, for N up to
+--base-max.
 """
 
 from __future__ import annotations
@@ -326,6 +328,22 @@ def records_size(work: Path, plan) -> int:
     return sum((work / p).stat().st_size for run in plan.runs for p in run.shard_paths())
 
 
+def snakemake_report(work: Path, config: dict, cores: int, env: dict, root: Path) -> dict:
+    """The report as a user's ``snakemake`` ends the sweep (``root``'s workflow): the
+    whole command (start, DAG, the report job, Snakemake's bookkeeping as it ends),
+    after the runs' jobs are marked done (their files were made here, not by it)."""
+    sweep = work / "sweep.yaml"
+    sweep.write_text(json.dumps(config))
+    command = [sys.executable, "-m", "snakemake", "-s", str(root / "workflow" / "Snakefile")]
+    command += ["--directory", str(work), "--configfile", str(sweep), "--cores", str(cores)]
+    for step in (["--until", "recorded_snapshot"], ["--touch", "--omit-from", "report"]):
+        done = subprocess.run([*command, *step], capture_output=True, text=True, env=env)
+        if done.returncode != 0:
+            sys.exit(f"snakemake {' '.join(step)} failed:\n{done.stderr[-3000:]}")
+    wall, peak = timed([*command, "--forcerun", "report"], work, env)
+    return {"snakemake s": round(wall, 1), "snakemake peak GB": round(peak, 2)}
+
+
 def report_row(
     code: str, n: int, config: dict, work: Path, out: Path, env: dict, records: int
 ) -> dict:
@@ -363,6 +381,11 @@ def main() -> None:
         action="store_true",
         help="time the report again on the runs and summaries a previous call left in --work",
     )
+    parser.add_argument(
+        "--snakemake",
+        action="store_true",
+        help="also the report through Snakemake (the whole command, as a sweep ends)",
+    )
     args = parser.parse_args()
     mirror = resolve_mirror(None)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -385,12 +408,16 @@ def main() -> None:
         if not args.report_only:
             row |= {"built s": round(built), "score+summary wall s": round(summaries_wall)}
             row["s/score+summary job"] = round(per_job, 2)
+        if args.snakemake:
+            row |= snakemake_report(work, config, args.cores, env, ROOT)
         rows.append(row)
         print(json.dumps(row), flush=True)
         if args.base and n <= args.base_max:
             base_env = {**os.environ, "PYTHONPATH": str(args.base / "src")}
             out = work / "results" / "report-base"
             rows.append(report_row("base", n, config, work, out, base_env, records))
+            if args.snakemake:
+                rows[-1] |= snakemake_report(work, config, args.cores, base_env, args.base)
             print(json.dumps(rows[-1]), flush=True)
     columns = list(dict.fromkeys(k for r in rows for k in r))
     print("\n| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))

@@ -297,24 +297,20 @@ def print_report_summary():
         print(ending.read_text(encoding="utf-8"), end="")
 
 
-def get_run_pages():
-    """The report's pages of its runs (one asked for by `all`: a run added to the
-    config has none yet, and asking for it is what reruns the report)."""
-    return [f"{REPORT_OUT_RUNS}/{run.model}/{run.method}.js" for run in PLAN.runs]
-
-
 def get_final_output():
-    files = [f"{REPORT_OUT}/{name}" for name in paths.REPORT_FILES]
-    return files + get_run_pages()
+    return [f"{REPORT_OUT}/{name}" for name in paths.REPORT_FILES]
 
 
 def get_report_outputs():
     """The report's files (helixbench.paths.REPORT, and the CSV copy of the
     per-question table where the config asks); those with a caption go into
     Snakemake's own report under their category."""
-    # Its runs' pages (their exports are placed beside them, undeclared: a declared
-    # folder gets Snakemake's timestamp file): exactly this config's runs.
-    outputs = get_run_pages()
+    # A number of files that does not grow with the runs: Snakemake checks every input
+    # against every output as a job ends, so a page per run declared here made the
+    # report's ending quadratic in the runs. The runs' pages and exports under runs/
+    # and exports/ are written all the same; a run added changes the config and so
+    # the report's folder (REPORT_OUT), which reruns the report.
+    outputs = []
     if config.get("report", {}).get("question_scores_csv"):
         outputs.append(f"{REPORT_OUT}/question_scores.csv")
     for file in paths.REPORT:
