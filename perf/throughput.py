@@ -28,14 +28,14 @@ Targets on 2 cores: 450 no-tools questions at 1 s and 64 in flight within 1.5x t
 floor plus 10 s and faster than Inspect's wall; capacity 32 with 64 asked: 0 lost
 questions and within 1.5x of the 32-wide floor.
 
-Measured on 2 cores (2026-12, 2 shards, from an empty folder with the mirror), eight
-paired runs: helixbench 16.3-20.8 s for the whole `snakemake` command (8.1 s of
-requests, the floor 7.0 s), Inspect AI 0.3.285 16.8-24.0 s on the same server in the
-same run; helixbench ahead in 6 of the 8, by about 1 s at the median, which is near
-this machine's run-to-run noise. Of helixbench's rest: Snakemake's own start 1.2 s
-and exit 1.4 s (the same on a one-rule Snakefile), the DAG 0.6 s, the question
-table's files and table 0.6 s (one fetch job for its 50 files, not 50), a run shard's
-start 1.3 s, the score, summarize and report jobs 0.3, 1.4 and 2.5 s.
+Measured on 2 cores (2026-12-06, `--warm --pairs 3`, the mirror): helixbench 17.2 s
+median for the whole `snakemake` command (17.2, 16.4, 17.4; 8.1 s of requests, the
+floor 7.0 s), Inspect AI 0.3.285 18.2 s (18.2, 17.4, 19.5) on the same server,
+alternating; helixbench ahead in each pair. Of helixbench's rest: Snakemake's own
+start and exit (about 1.8 s on a run with nothing to do), the DAG, a run shard's start
+1.3 s, the score job (scores and the run's summary) 0.5 s and the report job 1.9 s.
+Before the score job wrote the summary and before Snakemake stopped hashing the
+report's inputs once per output, the same pairs gave 18.1 s against Inspect's 16.9 s.
 """
 
 from __future__ import annotations

@@ -81,9 +81,9 @@ def test_slurm_run_equals_local_run(mirror, tmp_path):
         ).stdout.split("\n")
     submitted = [j for j in jobs if j.strip()]
     # 2 runs (each over 2 tasks) x 4 shards = 8 shard jobs, grouped 3 to a SLURM job;
-    # and the 2 runs' exports, grouped (exports=25) when both are ready at once (their
-    # summaries come from their score jobs, on this host).
-    assert 3 + 1 <= len(submitted) <= 3 + 2, submitted
+    # and the 2 runs' score jobs (scores and summary) and exports, grouped
+    # (summaries=25) as they are ready: at least one SLURM job, at most one each.
+    assert 3 + 1 <= len(submitted) <= 3 + 4, submitted
     assert all(j.endswith("COMPLETED") for j in submitted), submitted
     assert results(tmp_path / "slurm") == results(tmp_path / "local")
     scores = (tmp_path / "slurm" / "results" / "report" / "scores.csv").read_text()
