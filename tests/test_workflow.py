@@ -504,7 +504,9 @@ def test_gene_sets_through_the_workflow(mirror, tmp_path):
     assert 0.2 < float(gsea["rougeL"]) < 0.35 and 0.7 < float(gsea["percentile"]) < 0.95
     assert (report / "percentile.png").read_bytes()[:4] == b"\x89PNG"
     assert 'id="genesets"' in (report / "index.html").read_text()
-    claims = (report / "runs" / "llm" / "geneagent.js").read_text()  # the run's questions
+    from helixbench.report.details import read_details
+
+    claims = json.dumps(read_details(report / "runs" / "llm" / "geneagent.js"))  # its questions
     assert "ERBB2, KRAS and HRAS take part in MAPK signaling" in claims
     assert "## Gene sets (GeneAgent)" in (report / "report.md").read_text()
 
