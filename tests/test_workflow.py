@@ -431,6 +431,24 @@ def test_html_report_opens_in_headless_chromium(paper_run):
     assert "Uncaught" not in console, console[-2000:]
     assert 'id="leaderboard-table"' in dom and "codex / genegpt-slim" in dom
     assert "model call 0" in dom and "prompt increment" in dom and "tool call 0" in dom
+    # The leaderboard filtered by an axis and sorted by a column, from the address (the
+    # view a reader shares): only that benchmark's rows shown, lowest strict score first
+    # (the page ranks them best first).
+    board = read_csv(report / "leaderboard.csv")
+    url = page.resolve().as_uri() + "#leaderboard:benchmark=geneturing&sort=strict&order=asc"
+    dom, console = chromium.dump_dom(url, paper_run / "chromium-profile")
+    table = dom.split('id="leaderboard-table"')[1].split("</table>")[0]
+    rows = re.findall(r"<tr ([^>]*data-run[^>]*)>(.*?)</tr>", table, re.S)
+    shown = [(re.search(r'data-run="([^"]*)"', a)[1], re.findall(r"<td>(.*?)</td>", cells, re.S))
+             for a, cells in rows if "hidden" not in a]  # fmt: skip
+    assert sorted(run for run, _ in shown) == sorted(
+        r["run"] for r in board if r["benchmark"] == "geneturing"
+    ), console[-2000:]
+    strict = [float(cells[6]) for _, cells in shown]
+    ranked = [float(r["strict"]) for r in board if r["benchmark"] == "geneturing"]
+    assert strict == sorted(strict) and ranked != sorted(ranked), (strict, ranked)
+    assert f"{len(shown)} of {len(board)} rows" in dom and len(shown) < len(board)
+    assert '<pre id="js-errors" class="err"></pre>' in dom and "Uncaught" not in console
     shot = paper_run / "screenshot.png"  # (beside the report: not one of its files)
     chromium.screenshot(page, shot, paper_run / "chromium-profile")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000

@@ -51,7 +51,7 @@ from .joined import (
     read_summaries,
 )
 from .layouts import ablation_table, genehop_table, table2
-from .leaderboard import encoders_of, geneset_leaderboard, leaderboard
+from .leaderboard import board_page, encoders_of, geneset_leaderboard, leaderboard
 from .markdown import _markdown
 from .operations import with_shared_prompts
 from .protocols import protocol_table, protocol_tests
@@ -249,6 +249,7 @@ def write_report(
     ]
     total = sum(r["questions"] for r in runs)
     headline_rows = headline.groupby("benchmark", sort=False).head(HEADLINE_SHOWN)
+    board_rows, board_axes = board_page(plan, board)
     page = {
         "prov": prov,
         "built_from": built_from(prov),
@@ -259,7 +260,8 @@ def write_report(
         ],
         "headline_more": len(headline) - len(headline_rows),
         "headline_method": HEADLINE_METHOD,
-        "leaderboard": board.to_dict("records"),
+        "leaderboard": board_rows,
+        "leaderboard_axes": board_axes,
         "geneset_leaderboard": geneset_board.to_dict("records"),
         "geneset_encoders": encoders_of(geneset_board) if not geneset_board.empty else "",
         "geneset_groups": geneset_board.compared_on.nunique(),

@@ -86,6 +86,20 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
     return ranked(table, "benchmark")
 
 
+# The sweep's axes a reader filters the page's leaderboard by.
+BOARD_AXES = ("model", "method", "benchmark")
+
+
+def board_page(plan: Plan, board: pd.DataFrame) -> tuple[list[dict], dict[str, list[str]]]:
+    """The leaderboard's rows for the HTML page, each with the sweep's axes it sits on,
+    and each axis's values: what the page filters and sorts a sweep's runs by, in
+    place, without loading any run's questions."""
+    method_of = {run.label: run.method for run in plan.runs}
+    rows = [{**row, "method": method_of.get(row["run"], "")} for row in board.to_dict("records")]
+    axes = {axis: sorted({str(row[axis]) for row in rows}) for axis in BOARD_AXES}
+    return rows, axes
+
+
 def _bound(column: pd.Series) -> float | None:
     """An interval's bound from its row (None where too few questions gave none)."""
     value = column.iloc[0]
