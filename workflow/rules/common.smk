@@ -280,7 +280,6 @@ REPORT_OUT = (
         :12
     ]
 )
-REPORT_OUT_RUNS = f"{REPORT_OUT}/{Path(paths.REPORT_RUNS_DIR).name}"
 if (
     not DRY_RUN
     and workflow.exec_mode == ExecMode.DEFAULT
