@@ -96,7 +96,7 @@ def score(args) -> None:
     if args.summary and not args.details:
         raise SystemExit("score: --summary needs --details (the run's questions for the page)")
 
-    read = score_run(
+    shard_records, question_table = score_run(
         json.loads(args.spec),
         Path(args.questions),
         [Path(p) for p in args.shards],
@@ -120,7 +120,8 @@ def score(args) -> None:
             Path(args.summary).parent,
             Path(args.details),
             Path(args.judge_calls) if args.judge_calls else None,
-            read,
+            shard_records,
+            question_table,
         )
 
 

@@ -77,22 +77,28 @@ def records_by_task(plan: Plan, records: list[dict]) -> dict[RunTask, list[dict]
 
 
 def load_run(
-    spec: dict, scoring: dict, questions_path, shard_paths, score_path, read=None
+    spec: dict,
+    scoring: dict,
+    questions_path,
+    shard_paths,
+    score_path,
+    shard_records: list[dict] | None = None,
+    question_table: list | None = None,
 ) -> tuple:
     """A run's plan, records by task, score lines (``scores_frame``) and the questions
-    they cite: what its summary and its exports read. ``read``: the records and the
-    question table as the score job read them (else read here)."""
+    they cite: what its summary and its exports read. ``shard_records`` and
+    ``question_table``: the shards' records and the question table as the score job
+    read them (else read here)."""
     plan = spec_plan(spec, scoring)
-    if read is None:
-        read = (
-            [r for p in shard_paths for r in read_records(Path(p))],
-            read_questions(Path(questions_path)),
-        )
-    records = records_by_task(plan, read[0])
+    if shard_records is None:
+        shard_records = [r for p in shard_paths for r in read_records(Path(p))]
+    if question_table is None:
+        question_table = read_questions(Path(questions_path))
+    records = records_by_task(plan, shard_records)
     scores = scores_frame(read_jsonl(Path(score_path)))
     wanted = {r["question_id"] for of_task in records.values() for r in of_task}
     wanted |= set(scores.question_id)  # a question asked once for two benchmarks
-    questions = {q.id: q for q in read[1] if q.id in wanted}
+    questions = {q.id: q for q in question_table if q.id in wanted}
     return plan, records, scores, questions
 
 
@@ -165,14 +171,15 @@ def summarize_run(
     out_dir: Path,
     details_path: Path,
     judge_calls: Path | None = None,
-    read: tuple[list[dict], list] | None = None,
+    shard_records: list[dict] | None = None,
+    question_table: list | None = None,
 ) -> dict:
-    """Write the run's summary files (module docstring); returns the summary. ``read``:
-    the records and questions the score job read (:func:`load_run`)."""
+    """Write the run's summary files (module docstring); returns the summary.
+    ``shard_records``, ``question_table``: as the score job read them (:func:`load_run`)."""
     from .details import run_details, write_details
 
     plan, records, scores, questions = load_run(
-        spec, scoring, questions_path, shard_paths, score_path, read
+        spec, scoring, questions_path, shard_paths, score_path, shard_records, question_table
     )
     label = run_label(spec["model"], spec["method"])
     index = score_index(scores)

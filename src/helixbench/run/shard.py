@@ -319,8 +319,8 @@ def score_run(
     questions = {q.id: q for q in every}
     names = read_background(background) if background else dataset_names(every)
     scorers = Scorers(scoring, scorer_models, model_cache, candidates=names)
-    read = [record for path in shard_paths for record in read_records(path)]
-    records = list(read)
+    shard_records = [record for path in shard_paths for record in read_records(path)]
+    records = list(shard_records)  # (and the second benchmarks' answers added below)
     by_id = {record["question_id"]: record for record in records}
     # A question asked once for two benchmarks: its answer scored against each gold.
     for question_id, asked in answered_by(every, spec).items():
@@ -376,4 +376,4 @@ def score_run(
         ]
         _write_lines(Path(judge_calls), entries)
     log.info("%d scores; model-based scorers: %s", len(rows), scorers.identities())
-    return read, every
+    return shard_records, every
