@@ -59,10 +59,11 @@ def _own_files(mirror: Path, out: Path) -> dict[str, Path]:
     """Another model's v1.5 run, graded as grade_outputs.py grades (GPT-4o's questions,
     other answers and grades)."""
     files = {}
-    for task in ("v1.5/mcq-refusal", "v1.5/open"):
+    # (in an order that is not the benchmark's: a run's folder never depends on it)
+    for task in ("v1.5/open", "v1.5/mcq-refusal", "v1.5/mcq"):
         rows = list(csv.DictReader(io.StringIO(pinned_file(mirror, task).read_text())))
         for i, row in enumerate(rows):
-            if task == "v1.5/mcq-refusal":  # right, refused, wrong in turn
+            if task.startswith("v1.5/mcq"):  # right, refused, wrong in turn
                 row["predicted"] = [row["target"], row["unsure"], "Z"][i % 3]
                 right, refused = mcq_grade(row["predicted"], row["target"], row["unsure"])
             else:  # an open answer judged right one time in four

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -223,6 +224,18 @@ def test_frontier_equals_summarize_report_and_a_judge_gives_the_published_figure
     assert set(tools.model) == set(SYSTEMS) and (tools.task == "all").sum() == 3
     report = (results / "report" / "report.md").read_text()
     assert "## LABBench2: the frontier" in report and "### Every disagreement" in report
+    # The first screen: each system against its own bare twin, with interval and p; a
+    # leaderboard row says its scorer, what it scored of what it asked, its coverage.
+    headline = pd.read_csv(results / "report" / "headline.csv")
+    twins = headline[headline.comparison == "vs its bare baseline"]
+    assert sorted(twins.run_a) == sorted(f"{s} / tools" for s in SYSTEMS)
+    assert twins.ci_low.notna().all() and twins.p_value.notna().all()
+    board = pd.read_csv(results / "report" / "leaderboard.csv")
+    assert set(board.run) == {f"{s} / {m}" for s in SYSTEMS for m in FLAGS} | {"acme / bare"}
+    assert (board.scorer == "published").all() and board.asked.notna().all()
+    acme = board[board.run == "acme / bare"].iloc[0]  # (one task of 19: listed apart)
+    assert pd.isna(acme["rank"]) and acme.partial and acme.coverage < 0.1
+    assert "| scorer" in report and "scored / asked" in report
 
     # A judge that replies with each case's published verdict gives the published
     # figures back; a model of ours on the askable questions scores, and what the judge
@@ -234,13 +247,17 @@ def test_frontier_equals_summarize_report_and_a_judge_gives_the_published_figure
             for file in pinned_reports("gpt-5-2", flags)[task]:
                 for case in json.loads(mirror_path(file.url, mirror).read_text())["cases"]:
                     value = case["scores"]["HybridEvaluator"]["value"]
-                    published[(case["question"], case["llm_answer"].strip())] = value == 1.0
+                    for said in (case["llm_answer"], case["llm_answer"].strip()):
+                        digest = hashlib.sha256(said.encode()).hexdigest()[:12]
+                        published[(case["question"], digest)] = value == 1.0
 
-    def judge(messages):
+    def judge(messages):  # (the answer fenced: known by the digest its fence is named for)
         text = messages[-1]["content"]
         question = text.split("## QUESTION ##\n", 1)[1].split("\n\n## ", 1)[0]
         answer = text.split("## SUBMITTED ANSWER ##\n", 1)[1].rsplit("\n\n## EVALUATION ##", 1)[0]
-        verdict = published.get((question, answer.strip()))
+        fence = re.match(r"<submitted_answer_([0-9a-f]{12})>", answer)
+        assert fence, answer[:200]
+        verdict = published.get((question, fence.group(1)))
         if verdict is None:  # a model of ours: right where it gives the expected output
             if "garbled" in answer:
                 return "I would rather not say."

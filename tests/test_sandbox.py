@@ -8,12 +8,14 @@ seccomp filter refuses refused and recorded."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import pwd
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -535,3 +537,138 @@ def test_an_agent_that_imports_a_file_beside_it_is_told_to_name_its_folder(tmp_p
     ((_, warning),) = error_messages([record])
     assert "1 of 1 question ended in agent_error" in warning and "`paths:`" in warning
     assert (shown.error, shown.answer) == (None, "from the helper")
+
+
+def _host_segment(text: bytes) -> int:
+    """A System V segment of the host's (mode 0600) holding ``text``: its id."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    segment = libc.shmget(0, 4096, 0o1000 | 0o600)
+    assert segment >= 0, ctypes.get_errno()
+    at = libc.shmat(segment, None, 0)
+    ctypes.memmove(at, text, len(text))
+    libc.shmdt(ctypes.c_void_p(at))
+    return segment
+
+
+def _sysv_ids() -> set[tuple[str, str]]:
+    """Every System V object of the host's IPC namespace, by kind and id."""
+    found = set()
+    for kind in ("shm", "msg", "sem"):
+        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        found |= {(kind, line.split()[1]) for line in lines if line.strip()}
+    return found
+
+
+def test_nothing_an_agent_leaves_outlives_its_question(tmp_path, monkeypatch):
+    """Issue 66, tried by a Python agent and a shell one beside a polite one: the IPC
+    objects they make are their namespace's (none on the host after, no host segment
+    read), the host opens inotify instances while the agent holds all it may, an
+    orphan swapping a folder and a link leaves a copied-out folder and no agent_error,
+    and /proc names no host path (its first process's command line, its cgroup)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    secret = b"host-secret-0123"
+    host_segment = _host_segment(secret)
+    before = _sysv_ids()
+    agents = {
+        "python": ["/usr/bin/python3", str(AGENTS / "leftovers.py")],
+        "shell": ["sh", str(AGENTS / "leftovers.sh")],
+        "polite": ["sh", str(AGENTS / "polite.sh")],
+    }
+    env = {"HOST_SHM_ID": str(host_segment), "HOLD_S": "5", "CALLS": "3"}
+    results, denied = {}, []
+    try:
+        with _gateways(tmp_path, monkeypatch) as (gateways, model, canary):
+
+            def ask(name):
+                results[name] = _ask(
+                    gateways, model, agents[name], f"Q{name}", canary.port, env=env,
+                    paths=[str(AGENTS)], python="/usr/bin/python3", timeout_s=90,
+                )  # fmt: skip
+
+            threads = [threading.Thread(target=ask, args=(name,)) for name in agents]
+            for thread in threads:
+                thread.start()
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and threads[0].is_alive():
+                fd = libc.inotify_init1(os.O_CLOEXEC)
+                if fd < 0:
+                    denied.append(ctypes.get_errno())
+                else:
+                    os.close(fd)
+                time.sleep(0.05)
+            for thread in threads:
+                thread.join(timeout=120)
+    finally:
+        libc.shmctl(host_segment, 0, None)  # IPC_RMID
+    python, tools = results["python"]
+    assert python.error is None, python.events[-1].data["stderr_tail"]
+    found = json.loads(python.answer)
+    # 1. its objects were made in its own namespace, the host's unread; none is left.
+    assert found["ipc"]["host segment"].startswith("errno"), found["ipc"]
+    assert found["ipc"]["shmget"] >= 0 and found["ipc"]["msgget"] >= 0
+    queues = found["ipc"]["mq_open"]  # (a quarter of the host user's bytes: then EMFILE)
+    made = [q for q in queues if isinstance(q, int)]
+    assert made and set(queues) - set(made) <= {"errno 24"}, queues
+    assert _sysv_ids() - before == set()
+    rt = ctypes.CDLL("librt.so.1", use_errno=True)
+    assert all(rt.mq_open(f"/leftover-{i}".encode(), os.O_RDONLY) < 0 for i in range(9))
+    shell = results["shell"][0]
+    assert shell.error is None and "segments_seen=1 " in shell.answer, shell.answer  # (its own)
+    # 2. the host's inotify_init1 never failed while the agent held its instances.
+    limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
+    assert 0 < found["inotify"]["instances"] <= limit // 4 and denied == []
+    # 3. the race: the folder copied out as it was, no agent_error, no host path.
+    assert (python.events[-1].data.get("workdir") or True) and python.error is None
+    records = json.dumps([e.data for r, _ in results.values() for e in r.events])
+    for command in agents.values():  # (its own command, as configured, is recorded)
+        records = records.replace(json.dumps(command[-1])[1:-1], "")
+    for host_path in (str(REPO_ROOT), os.path.dirname(sys.executable)):
+        assert host_path not in records, host_path
+    # 4. /proc inside names no host path.
+    proc = found["proc"]
+    assert proc["/proc/1/cmdline"].startswith("helixbench-sandbox -I -c "), proc
+    for name in ("/proc/self/cgroup", "/proc/1/cgroup"):  # (v1: a line per hierarchy)
+        lines = proc[name].strip().splitlines()
+        assert lines and all(line.endswith(":/") for line in lines), (name, proc[name])
+    for name in ("/proc/1/exe", "/proc/1/maps", "/proc/1/environ"):
+        assert proc[name].startswith("errno"), (name, proc[name])
+    cgroups = shell.answer.split("cgroup=", 1)[1].split(" cmdline=", 1)[0].strip(";").split(";")
+    assert all(line.endswith(":/") for line in cgroups) and str(REPO_ROOT) not in shell.answer
+    assert results["polite"][0].error is None
+
+
+def test_the_copy_out_refuses_what_changes_kind_or_vanishes_and_goes_on(tmp_path, monkeypatch):
+    """An entry swapped for a link, or removed, after the walk listed it is refused with
+    why (its path in the folder, no host path); the rest is copied."""
+    from helixbench.gateway.sandbox import root
+
+    source, target = tmp_path / "source", tmp_path / "target"
+    (source / "folder" / "inner").mkdir(parents=True)
+    (source / "folder" / "inner" / "kept.txt").write_text("kept")
+    (source / "gone.txt").write_text("x")
+    (source / "stays.txt").write_text("y")
+    target.mkdir()
+    listed = os.scandir
+
+    def changing(fd):  # the walk's listing, then the world changes under it
+        entries = list(listed(fd))
+        if {e.name for e in entries} >= {"folder", "gone.txt"}:
+            os.rename(source / "folder", tmp_path / "moved")
+            os.symlink(tmp_path / "moved", source / "folder")
+            (source / "gone.txt").unlink()
+        return contextlib.nullcontext(entries)
+
+    monkeypatch.setattr(root.os, "scandir", changing)
+    refused = []
+    flags = os.O_RDONLY | os.O_DIRECTORY
+    root.copy_tree(os.open(source, flags), os.open(target, flags), root.Budget(1 << 20), refused)
+    assert sorted(p.name for p in target.iterdir()) == ["stays.txt"]
+    assert dict(refused) == {
+        "folder": "it was a folder, then not (changed kind while it was copied)",
+        "gone.txt": "it vanished while it was copied",
+    }

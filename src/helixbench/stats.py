@@ -1,8 +1,19 @@
-"""How sure a score is: bootstrap intervals and a paired test between two runs.
+"""How sure a score is: intervals for a score and a paired test between two runs.
 
-Questions are the sampling unit. A task's interval resamples its questions; the
-macro average's interval resamples the questions of every task at once (each
-task keeps its own size) and averages the task means, as the macro score does.
+Questions are the sampling unit. One method per kind of score, the same in every
+table, the docs and ``helixbench compare`` (:func:`mean_interval`, :func:`macro_interval`):
+
+- a share of right answers (every value 0 or 1) gets the exact Clopper-Pearson
+  interval (SciPy's ``binomtest(...).proportion_ci(method="exact")``), on any number
+  of questions, never zero-width: 0 right of 14 is [0, 0.232];
+- a macro of such shares (the mean of task means) gets the same exact interval on its
+  effective number of questions (Korn and Graubard's for a stratified share: with T
+  tasks of n_t questions, n_eff = 1 / sum((1/T)^2 / n_t), the whole count for one task);
+- a graded score (ROUGE, recall, similarity) gets a percentile bootstrap: a task's
+  interval resamples its questions; the macro's resamples the questions of every task
+  at once (each task keeps its own size) and averages the task means. Where every
+  value is the same the bootstrap is a point; the interval is then the exact one of a
+  share with that mean (the widest a mean of values in [0, 1] can vary).
 The paired test compares two runs on the same questions by sign-flipping their
 per-question differences: under "no difference" each difference is as likely
 negated; :func:`holm` corrects a family of such tests for multiplicity. Every
@@ -32,13 +43,21 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from scipy.stats import beta, binomtest
 
 RESAMPLES = 10_000
-# The fewest questions an interval is given on (ten: the sign-flip test can reject at
-# 5% from six on, and a bootstrap of fewer than ten right/wrong answers has only a
-# handful of distinct means to take percentiles of).
+# The fewest questions a bootstrap interval (a graded score's) or a paired difference's
+# interval is given on (ten: the sign-flip test can reject at 5% from six on, and a
+# bootstrap of fewer than ten answers has only a handful of distinct means to take
+# percentiles of). An exact interval needs no minimum.
 MIN_QUESTIONS = 10
 TOO_FEW = f"too few questions to tell (fewer than {MIN_QUESTIONS})"
+# In words, for captions and the docs.
+INTERVAL_METHOD = (
+    "95% intervals: exact (Clopper-Pearson) for a share of right answers, on the effective "
+    "number of questions for a macro of shares (Korn-Graubard); a percentile bootstrap over "
+    "questions (10,000 resamples, seed 0) for a graded score"
+)
 
 
 @lru_cache(maxsize=16)
@@ -104,6 +123,68 @@ def bootstrap_mean(
     (means,) = _resample_means([data], resamples, seed)
     low, high = _percentiles(means, confidence)
     return Interval(float(data.mean()), low, high, int(data.size))
+
+
+def is_proportion(values: np.ndarray) -> bool:
+    """Whether every value is 0 or 1 (a right/wrong score): its mean is a share."""
+    return bool(np.isin(values, (0.0, 1.0)).all())
+
+
+def proportion_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """The share ``successes / n`` with its exact (Clopper-Pearson) interval."""
+    if n <= 0:
+        raise ValueError("no questions to take a share of")
+    ci = binomtest(int(successes), int(n)).proportion_ci(confidence, method="exact")
+    return Interval(successes / n, float(ci.low), float(ci.high), int(n))
+
+
+def _effective_exact(mean: float, n_eff: float, n: int, confidence: float) -> Interval:
+    """Clopper-Pearson on an effective count: ``mean * n_eff`` right of ``n_eff``
+    (the beta quantiles that define it, at a count that need not be whole)."""
+    alpha = 1 - confidence
+    x = mean * n_eff
+    low = 0.0 if x <= 1e-12 else float(beta.ppf(alpha / 2, x, n_eff - x + 1))
+    high = 1.0 if x >= n_eff - 1e-12 else float(beta.ppf(1 - alpha / 2, x + 1, n_eff - x))
+    return Interval(mean, low, high, n)
+
+
+def mean_interval(values, confidence: float = 0.95) -> Interval:
+    """A score's mean over its questions with the interval its kind of score gets: exact
+    for a share of right answers, else the bootstrap (a point bootstrap widened to the
+    exact interval of a share with that mean)."""
+    data = np.asarray(list(values), dtype=float)
+    if data.size == 0:
+        raise ValueError("no values to take an interval of")
+    if is_proportion(data):
+        return proportion_interval(int(data.sum()), int(data.size), confidence)
+    interval = bootstrap_mean(data, confidence)
+    if interval.told and interval.low == interval.high:
+        return _effective_exact(interval.mean, float(data.size), interval.n, confidence)
+    return interval
+
+
+def macro_interval(per_task: dict[str, list[float]], confidence: float = 0.95) -> Interval:
+    """The mean of the task means with the interval its kind of score gets: exact on the
+    effective number of questions for shares of right answers, else the bootstrap."""
+    if not per_task:
+        raise ValueError("no tasks to take an interval of")
+    data = {task: np.asarray(list(v), dtype=float) for task, v in per_task.items()}
+    for task, values in data.items():
+        if values.size == 0:
+            raise ValueError(f"task {task!r} has no scores")
+    if len(data) == 1:
+        return mean_interval(next(iter(data.values())), confidence)
+    if all(is_proportion(v) for v in data.values()):
+        mean = float(np.mean([v.mean() for v in data.values()]))
+        weight = 1 / len(data)
+        n_eff = 1 / sum(weight**2 / v.size for v in data.values())
+        n = sum(v.size for v in data.values())
+        return _effective_exact(mean, n_eff, n, confidence)
+    interval = bootstrap_macro(per_task, confidence)
+    if interval.told and interval.low == interval.high:
+        n_eff = len(data) ** 2 / sum(1 / v.size for v in data.values())
+        return _effective_exact(interval.mean, n_eff, interval.n, confidence)
+    return interval
 
 
 def bootstrap_macro(
@@ -196,6 +277,10 @@ def paired_interval(
     mean = float((diffs * scale).mean())
     if diffs.size < MIN_QUESTIONS:
         return Interval(mean, None, None, len(shared))
+    if not diffs.any():  # no question told apart: the flips cannot move; bound instead
+        # by the exact interval of the share of questions that could differ (none seen).
+        reach = min(span, proportion_interval(0, diffs.size, confidence).high)
+        return Interval(0.0, -reach, reach, len(shared))
     signs = _signs(diffs.size, resamples, seed)
     flipped_x = signs @ (diffs * scale) / diffs.size
     flipped_c = signs @ scale / diffs.size

@@ -59,6 +59,7 @@ def config_and_plan(args):
 
 
 def compare(args) -> None:
+    from ..errors import ConfigError
     from ..report.comparisons import compare_two
 
     if args.scores:
@@ -70,10 +71,24 @@ def compare(args) -> None:
         from ..report.records import load_scores
 
         _, plan = config_and_plan(args)
-        table = question_score_table(plan, load_scores(plan), "")
+        labels = [r.label for r in plan.runs]
+        for name in (args.a, args.b):
+            if name not in labels:
+                hint = "" if args.config else _config_hint()
+                raise ConfigError(f"no run {name!r}; runs: {', '.join(labels)}{hint}")
+        wanted = [r for r in plan.runs if r.label in (args.a, args.b)]
+        unscored = [r.label for r in wanted if not Path(r.score_path).is_file()]
+        if unscored:
+            raise ConfigError(f"no scores of {', '.join(unscored)} yet: run snakemake first")
+        table = question_score_table(plan, load_scores(plan, wanted), "")
     from ..report.text import NO_INTERVAL
 
-    rows = compare_two(table, args.a, args.b)
+    try:
+        rows = compare_two(table, args.a, args.b)
+    except ConfigError as exc:
+        if args.scores or args.config:
+            raise
+        raise ConfigError(f"{exc}{_config_hint()}") from None
     print("benchmark\ttask\tmetric\tn\ta\tb\ta-b\t95% interval\tp")
 
     def signed(x: float) -> str:  # (no "-0.0000" for a bound a hair below zero)
@@ -89,8 +104,27 @@ def compare(args) -> None:
         )
     print(
         "(a macro row is the report's headline for the pair: the difference of macro "
-        "scores, the interval of differences the sign-flip test does not reject, its p)"
+        "scores, each task counting once, the interval of differences the sign-flip test "
+        "does not reject, its p; a pooled figure, every question counting once, as the "
+        "LABBench2 tools table's `all` row, can differ)"
     )
+
+
+def _config_hint() -> str:
+    """Where ``compare`` without ``--config`` read the workflow's config alone: the
+    configs the latest report was built from, to pass as ``--config``."""
+    from .. import paths
+
+    provenance = Path(paths.REPORT_DIR) / "provenance.json"
+    try:
+        sources = json.loads(provenance.read_text(encoding="utf-8")).get("config_files") or []
+    except (OSError, ValueError):
+        sources = []
+    extra = [s for s in sources if Path(s) != WORKFLOW_CONFIG]
+    alone = f"; this read {WORKFLOW_CONFIG} alone"
+    if extra:
+        return f"{alone}: the latest report was built with --config {' '.join(extra)}"
+    return f"{alone}: pass the config that ran them with --config FILE"
 
 
 def plan(args) -> None:

@@ -61,7 +61,8 @@ def _here(file) -> bool:
 
 def _probe(base_url: str, key: str | None) -> str | None:
     """Why the server at ``base_url`` cannot be used, or None: ``GET /models`` answered
-    (any HTTP status but a server error: it listens and speaks HTTP)."""
+    (any HTTP status but a server error: it listens and speaks HTTP; 501, "not
+    implemented", is a server that serves completions but lists no models)."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
         reply = requests.get(f"{base_url}/models", headers=headers, timeout=PROBE_TIMEOUT_S)
@@ -70,6 +71,6 @@ def _probe(base_url: str, key: str | None) -> str | None:
         return f"no server answers at {base_url} ({reason} within {PROBE_TIMEOUT_S:g} s)"
     if reply.status_code in (401, 403):
         return f"{base_url} refuses the key ({reply.status_code})"
-    if reply.status_code >= 500:
+    if reply.status_code >= 500 and reply.status_code != 501:
         return f"{base_url} answers {reply.status_code}"
     return None

@@ -13,7 +13,7 @@ from ..benchmarks import get as get_benchmark
 from ..benchmarks import tasks_of
 from ..datasets.fetch import available
 from ..datasets.questions import NEEDS_FILES, slugify
-from ..errors import ConfigError, unknown_name
+from ..errors import ConfigError, DataError, unknown_name
 from ..methods.choices import template_source, upstream_sources
 from ..models import backend
 from ..sources.labbench2 import local_reports, pinned_reports
@@ -100,9 +100,11 @@ def _imported_tasks(of_run: RunConfig, benchmark: str, sources: dict):
     if source["format"] == "labbench2":
         return _labbench2_tasks(of_run, benchmark, source)
     if "reports" in source:  # a user's own files (BixBench's), of this benchmark's tasks
-        mine = {t: p for t, p in source["reports"].items() if t in tasks_of(benchmark)}
+        # In the benchmark's task order, never the config's key order: the run's folder
+        # (a digest of its tasks) is the same however the mapping was written or read.
+        mine = {t: source["reports"][t] for t in tasks_of(benchmark) if t in source["reports"]}
         fields = {"imported_format": source["format"]}
-        given = local_reports(mine).items()
+        given = _checked(of_run, mine, source["format"]).items()
         return [of_run.task(benchmark, t, **fields, imported_reports=r) for t, r in given], []
     files = {}
     for task in tasks_of(benchmark):
@@ -119,13 +121,27 @@ def _imported_tasks(of_run: RunConfig, benchmark: str, sources: dict):
     return tasks, notes
 
 
+def _checked(of_run: RunConfig, reports: dict, format_name: str) -> dict:
+    """A user's own files, each checked as its format must be: one that is not is a
+    config error naming the key and the file."""
+    try:
+        return local_reports(reports, format_name)
+    except (DataError, OSError) as exc:
+        where = f"models.{of_run.run['model']}.source.reports"
+        raise ConfigError(f"{where}: {exc}") from None
+
+
 def _labbench2_tasks(of_run: RunConfig, benchmark: str, source: dict):
     """A LABBench2 source's tasks: each task's reports of the system with the method's
     ``flags`` (pinned), or the user's own reports (local files, read as they are)."""
     if benchmark != "labbench2":
         return [], []
     if "reports" in source:  # a user's own run: every task it names
-        given = local_reports(source["reports"])
+        given = _checked(of_run, source["reports"], "labbench2")
+        order = {t: i for i, t in enumerate(tasks_of(benchmark))}  # (key order: see above)
+        given = dict(
+            sorted(given.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))
+        )
         fields = {"imported_format": "labbench2"}
         tasks = [of_run.task(benchmark, t, **fields, imported_reports=r) for t, r in given.items()]
         return tasks, []

@@ -335,7 +335,9 @@ class CodeTools:
                 env=box.launcher_env(),
                 cwd=folder,
                 start_new_session=True,
+                pass_fds=confined.pass_fds,
             )
+            confined.started()
             quota = Caps(
                 int(caps.output_mb * sandbox_limits.MB), self.settings.timeout_s, caps.cpu_s
             )

@@ -258,6 +258,12 @@ def record_refusal(session, query: dict, method: str, own: bool = False) -> None
         name = query["name"][:253]
         error = f"refused: {name} does not resolve (only the allowlisted hosts do)"
         return _record(session, method, f"dns:{name}", error, "unresolved", count)
+    if not own and "copy" in query:  # an entry the copy-out left out (root.copy_tree)
+        where, why = query["copy"][:200], query.get("reason", "")[:120]
+        error = f"refused: copy-out of {where}: {why}"
+        if count > 1:
+            error = f"refused: copy-out of {count} {why}"
+        return _record(session, method, f"copy:{where}", error, "copy", count)
     if not own and query.get("door") in DOOR_REFUSALS:  # a door's refusal (doors.py)
         kind, port = query["door"], query.get("port", "?")[:8]
         cap = query.get("cap", "?")[:12]

@@ -347,7 +347,10 @@ class Agent:
             cwd=cwd,
             text=text,
             start_new_session=True,  # a timeout kills the agent's children too
+            pass_fds=confined.pass_fds if confined is not None else (),
         )
+        if confined is not None:
+            confined.started()
         return process, confined
 
     def _values(self, token, question_id, question_file, answer_file, workdir) -> dict:

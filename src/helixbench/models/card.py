@@ -12,6 +12,7 @@ model), a Hugging Face id names its organisation, OpenAI's API its models.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 # The weights a package ships, by the Hugging Face id they were published under.
@@ -58,13 +59,20 @@ def model_card(name: str, spec: dict, identity: dict | None = None) -> dict:
     elif backend == "imported":
         source_model = str(identity.get("model") or spec.get("model") or name)
         developer = _developer(source_model) or str(identity.get("source") or "unknown")
-        model_id = f"{developer}/{source_model.replace(' ', '-').lower()}"
+        model_id = f"{developer}/{_slug(source_model)}"
         inspect = f"openai-api/{model_id}"
     else:  # a tool, not a model (g:Profiler's enrichment)
         model_id = f"{backend or 'helixbench'}/{name}"
         inspect = f"openai-api/{model_id}"
     developer = str(spec.get("developer") or model_id.split("/")[0])
     return {"name": name, "id": model_id, "developer": developer, "inspect": inspect}
+
+
+def _slug(model: str) -> str:
+    """A source's model name as an id: its maker in parentheses dropped ("GPT-5.2
+    (OpenAI)" is ``gpt-5.2``), lower case, a hyphen for each run of other characters."""
+    bare = re.sub(r"\s*\([^()]*\)", "", model).strip() or model
+    return re.sub(r"[^a-z0-9._]+", "-", bare.lower()).strip("-") or "model"
 
 
 def _recorded(spec: dict) -> str | None:

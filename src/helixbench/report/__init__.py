@@ -19,6 +19,7 @@ import pandas as pd
 from .. import paths
 from ..config.plan import Plan
 from ..datasets.questions import read_questions
+from .bank_board import BANK_BOARD_TEXT, bank_board_shown, bank_names
 from .bixbench import (
     beside_table,
     bixbench_shown,
@@ -51,7 +52,7 @@ from .joined import (
     read_summaries,
 )
 from .layouts import ablation_table, genehop_table, table2
-from .leaderboard import board_page, encoders_of, geneset_leaderboard, leaderboard
+from .leaderboard import all_boards, board_page, encoders_of, geneset_leaderboard, leaderboard
 from .markdown import _markdown
 from .operations import with_shared_prompts
 from .protocols import protocol_table, protocol_tests
@@ -96,7 +97,7 @@ def write_report(
         percentile_figure,
         robustness_figure,
     )
-    from .html import html_table, inline_svg, write_html
+    from .html import html_table, inline_code, inline_svg, write_html
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -138,7 +139,7 @@ def write_report(
         "overlap_golds": golds,
         "taxonomy": taxonomy,
         "ablation": ablation_table(plan, summary),
-        "leaderboard": board,
+        "leaderboard": all_boards(plan, board, bank_board),
         "genesets_leaderboard": geneset_board,
         "headline": headline_table(plan, index, board, geneset_board, bank_board),
         "imports": import_table(plan, questions),
@@ -182,6 +183,7 @@ def write_report(
             {"name": b, "citation": CITATIONS[b], "layout": bank_layout(bank, b)} for b in covered
         ],
         "leaderboard": bank_board,
+        "names": bank_names(covered),
         "overlap": overlap[overlap.benchmark.isin(covered)],
         "golds": golds[golds.benchmark.isin(covered)],
     }
@@ -234,6 +236,7 @@ def write_report(
         "hu_ranks": csv_tables["hu_ranks"],
         "ragas": csv_tables["ragas"],
         "bank": bank_section if covered else None,
+        "bank_board": bank_board_shown(bank_board) if covered else pd.DataFrame(),
         "frontier": {name: csv_tables[name] for name in FRONTIER_TABLES},
         "bixbench": {name: csv_tables[name] for name in BIXBENCH_TABLES},
     }
@@ -260,6 +263,8 @@ def write_report(
         ],
         "headline_more": len(headline) - len(headline_rows),
         "headline_method": HEADLINE_METHOD,
+        "bank_board_text": inline_code(BANK_BOARD_TEXT),
+        "bank_names": bank_names(covered),
         "leaderboard": board_rows,
         "leaderboard_axes": board_axes,
         "geneset_leaderboard": geneset_board.to_dict("records"),
@@ -295,6 +300,9 @@ def write_report(
             if not csv_tables["hu_ranks"].empty
             else None,
             "bank_leaderboard": html_table(bank_board, "question_bank_leaderboard.csv")
+            if covered
+            else None,
+            "bank_board": html_table(bank_board_shown(bank_board), "question_bank_leaderboard.csv")
             if covered
             else None,
             "overlap": html_table(bank_section["overlap"], "overlap.csv") if covered else None,

@@ -26,7 +26,7 @@ import pandas as pd
 from ..benchmarks.bixbench import AGGREGATES, TASKS
 from ..config.plan import Plan
 from ..paths import upstream_path
-from ..stats import bootstrap_mean, paired_interval, paired_test
+from ..stats import mean_interval, paired_interval, paired_test
 from .frontier import _rounded, verdict_metric
 from .records import primary_metric
 
@@ -103,7 +103,7 @@ def _figures(sel: pd.DataFrame, benchmark: str) -> dict:
         right = sel[sel.metric == "bixbench"].score
         sure = len(right)
     total, correct = len(right), int(right.sum())
-    interval = bootstrap_mean(right) if total else None
+    interval = mean_interval(right) if total else None
     judged = sel[sel.metric == "bix_judge"].score  # (BixBench's grader's prompt, ours asked)
     return {
         "judge_accuracy": judged.mean() if not judged.empty else None,

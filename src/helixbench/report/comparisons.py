@@ -21,6 +21,22 @@ from .scores import POOLED, ROUND
 
 BASELINE_KINDS = frozenset({"no-tools", "closed-book"})
 
+
+def is_baseline(run, runs) -> bool:
+    """A run without tools that its model's runs with tools are compared with: a
+    no-tools or closed-book method, or an imported run without flags whose model also
+    has an imported run with them (LABBench2's ``bare`` beside its ``tools,high``)."""
+    spec = run.first.method_spec
+    if spec.get("kind") in BASELINE_KINDS:
+        return True
+    return (
+        run.imported
+        and not spec.get("flags")
+        and any(r.model == run.model and r.imported and r.first.method_spec.get("flags")
+                for r in runs)
+    )  # fmt: skip
+
+
 COMPARISON_COLUMNS = [
     "run_a",
     "run_b",
@@ -64,10 +80,10 @@ def asked_pairs(plan: Plan, summary: pd.DataFrame) -> list[tuple[str, str, str, 
                     add(benchmark, best, run, why)
         baselines: dict[str, list] = {}
         for run in runs:
-            if run.first.method_spec.get("kind") in BASELINE_KINDS:
+            if is_baseline(run, runs):
                 baselines.setdefault(run.model, []).append(run)
         for run in runs:
-            if run.first.method_spec.get("kind") not in BASELINE_KINDS:
+            if not is_baseline(run, runs):
                 for base in baselines.get(run.model, []):
                     add(benchmark, run, base, "vs baseline")
     return list(pairs.values())

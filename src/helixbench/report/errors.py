@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..benchmarks import get
 from ..config.plan import Plan, RunTask
 from ..methods.genegpt import PRESETS
 from ..scoring import CORRECTNESS_SCORERS
@@ -28,17 +29,37 @@ TAXONOMY_COLUMNS = [
 ]
 
 
+# Method kinds whose wrong answers GeneGPT's taxonomy types: those that call (or, imported,
+# may have called) NCBI's tools. A run without tools has no tool call to get wrong, and
+# a multiple-choice answer no database to miss: E1 there would say nothing.
+TYPED_KINDS = ("genegpt", "function-calling", "agent", "imported")
+
+
+def typed(task: RunTask) -> bool:
+    """Whether GeneGPT's taxonomy fits a task's wrong answers (:data:`TYPED_KINDS`, on
+    a benchmark of NCBI questions, not multiple choice)."""
+    if task.method_spec.get("kind") not in TYPED_KINDS:
+        return False
+    benchmark = get(task.benchmark)
+    return not benchmark.multiple_choice and benchmark.name not in NOT_NCBI
+
+
+# Benchmarks whose questions need no NCBI database: nothing for E1-E4 to name.
+NOT_NCBI = ("labbench2", "bixbench-mcq", "bixbench-open")
+
+
 def error_types(
     plan: Plan, records: dict[RunTask, list[dict]], scores: ScoreIndex, questions: dict
 ) -> tuple[pd.DataFrame, dict[tuple[str, str], str]]:
     """The error taxonomy (helixbench.report.taxonomy) per run and task, and each wrong
     answer's type by (run, question id). Tasks whose primary metric is graded (ROUGE,
-    embedding) have no right/wrong and are left out. An answer wrong as given but
+    embedding) have no right/wrong and are left out, and so are those the taxonomy does
+    not fit (:func:`typed`). An answer wrong as given but
     right once extracted is typed ``F`` (a formatting error) before the rules run."""
     rows, labels = [], {}
     for task in plan.tasks:
         metric = primary_metric(plan, task.task)
-        if metric not in CORRECTNESS_SCORERS:
+        if metric not in CORRECTNESS_SCORERS or not typed(task):
             continue
         run = task.label
         score = scores.get((run, task.task, metric), {})

@@ -80,7 +80,8 @@ def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
     for row, at in zip(data.itertuples(), y, strict=True):
         covers = f", {row.tasks} of {row.benchmark_tasks} tasks" if row.partial else ""
         unsure = f"; {NO_INTERVAL}" if pd.isna(row.ci_low) else ""
-        label = f"#{row.rank} {row.run} ({row.benchmark}{covers}{unsure})"
+        rank = "apart:" if pd.isna(row.rank) else f"#{row.rank}"
+        label = f"{rank} {row.run} ({row.benchmark}{covers}{unsure})"
         ax.text(0, at - 0.3, label, fontsize=9, va="bottom")
     ax.set_yticks([])
     ax.set_ylim(len(data) - 0.5, -0.95)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..config.plan import Plan, Run
-from ..stats import bootstrap_mean, paired_interval, paired_test
+from ..stats import mean_interval, paired_interval, paired_test
 from .labbench2_facts import BENCHMARK, OURS
 from .scores import ROUND
 
@@ -37,7 +37,7 @@ TOOLS_COLUMNS = [
     "difference", "ci_low", "ci_high", "p_value",
 ]  # fmt: skip
 AGREEMENT_COLUMNS = [
-    "scorer", "tag", "type", "pairs", "both_right", "published_only", "ours_only",
+    "scorer", "system", "tag", "type", "pairs", "both_right", "published_only", "ours_only",
     "both_wrong", "agreement", "kappa", "undecided",
 ]  # fmt: skip
 DISAGREEMENT_COLUMNS = [
@@ -55,6 +55,8 @@ SUCCESSOR_COLUMNS = [
     "labbench2_questions",
 ]  # fmt: skip
 WITHOUT_TOOLS = ("no-tools", "closed-book")  # method kinds that call no tool
+POOLED_ROW = "all (pooled)"  # the tools table's row over every question, as shown
+POOLED_SYSTEMS = "all systems (pooled)"  # the agreement table's rows over every system
 
 
 def verdict_metric(run: Run) -> str:
@@ -129,12 +131,12 @@ def frontier_table(plan: Plan, scores: pd.DataFrame, summaries: dict, prices: di
 
 def _figures(sel: pd.DataFrame) -> dict:
     """summarize_report.py's counts and accuracies of a task's verdicts, with the
-    accuracy's 95% bootstrap interval."""
+    accuracy's exact 95% interval."""
     failed = int((sel.error == "failed_in_source").sum())
     questions = len(sel)
     correct = int((sel.score == 1.0).sum())
     completed = questions - failed
-    interval = bootstrap_mean(sel.score) if questions else None
+    interval = mean_interval(sel.score) if questions else None
     return {
         "questions": questions,
         "completed": completed,
@@ -227,13 +229,30 @@ def agreement_table(scores: pd.DataFrame, questions: dict, summaries: dict) -> p
     for scorer in OURS:
         ours = sel[sel.metric == scorer][[*key, "score"]].rename(columns={"score": "ours"})
         pairs = base.merge(ours, on=key, how="left")
-        groups = [(tag, kind, g) for (tag, kind), g in pairs.groupby(["tag", "type"])]
-        groups += [(tag, "all", g) for tag, g in pairs.groupby("tag") if g.type.nunique() > 1]
-        for tag, kind, group in sorted(groups, key=lambda x: (x[0], x[1] == "all", x[1])):
+        groups = [
+            (POOLED_SYSTEMS, tag, kind, g) for (tag, kind), g in pairs.groupby(["tag", "type"])
+        ]
+        groups += [
+            (POOLED_SYSTEMS, tag, "all", g)
+            for tag, g in pairs.groupby("tag")
+            if g.type.nunique() > 1
+        ]
+        # Per system too, per tag: a question counts once in each (pooled, it counts once
+        # a system: up to six times).
+        groups += [
+            (run, tag, "all", g) for (run, tag), g in pairs.groupby(["run", "tag"], sort=False)
+        ]
+        order = {POOLED_SYSTEMS: -1, **{r: i for i, r in enumerate(dict.fromkeys(pairs.run))}}
+        for system, tag, kind, group in sorted(
+            groups, key=lambda x: (order[x[0]], x[1], x[2] == "all", x[2])
+        ):
             decided = group.dropna(subset=["ours"])
             held = int(group.held.sum()) if scorer == "lb2_judge" else None
             figures = _agreement(decided.published, decided.ours)
-            rows.append({"scorer": scorer, "tag": tag, "type": kind, **figures, "undecided": held})
+            rows.append(
+                {"scorer": scorer, "system": system, "tag": tag, "type": kind, **figures,
+                 "undecided": held}
+            )  # fmt: skip
     return _rounded(pd.DataFrame([r for r in rows if r["pairs"]], columns=AGREEMENT_COLUMNS))
 
 
@@ -336,10 +355,11 @@ def frontier_shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
         )
     elif name == "labbench2_tools":
         shown = table.assign(
+            task=[POOLED_ROW if t == "all" else t for t in table.task],
             difference=[
                 f"{fmt(d)} {fmt_bracket(lo, hi)}"
                 for d, lo, hi in zip(table.difference, table.ci_low, table.ci_high, strict=True)
-            ]
+            ],
         ).drop(columns=["ci_low", "ci_high"])
     elif name == "labbench2_disagreements":
         shown = table.assign(
@@ -360,7 +380,7 @@ FRONTIER_TEXT = """\
 LABBench2's paper's runs of today's frontier (EdisonScientific/labbench2, its pinned
 reports: each system bare and with tools, `@tools,high`: web search, code execution,
 web fetch), counted as its `summarize_report.py` counts them: accuracy = correct /
-(completed + failed), with its 95% bootstrap interval, and attempted accuracy =
+(completed + failed), with its exact 95% interval, and attempted accuracy =
 correct / completed, per task (a tag in a mode: `file`, `inject` or `retrieve`, how
 attached files reached the model). A system is counted by LABBench2's published
 verdicts; a run of this config by its primary `labbench2` verdict over the questions
@@ -373,12 +393,16 @@ FRONTIER_PARTS = {
     "labbench2": "",
     "labbench2_tools": "### The effect of tools\nPer model, each run with tools against each "
     "without, on the questions both answered (tools minus bare; the 95% interval and "
-    "p-value of the sign-flip test; `all`: every question of every task pooled).\n\n",
+    "p-value of the sign-flip test; `all (pooled)`: every question of every task pooled, "
+    "each question counting once, where the headline and `helixbench compare` give the "
+    "difference of macro scores, each task counting once: the two differ where the tasks "
+    "differ in size).\n\n",
     "labbench2_agreement": "### helixbench's verdicts against LABBench2's\nOn the cases "
-    "LABBench2 completed, pooled over its systems, per tag and type: helixbench's "
-    "deterministic verdict (`lb2_value`, only where an answer has one right value) and "
-    "the judge with LABBench2's prompts (`lb2_judge`), against the published one; "
-    "`kappa`: Cohen's.\n\n",
+    "LABBench2 completed, per tag and type pooled over its systems (a question counts "
+    "once a system), then per system and tag: helixbench's deterministic verdict "
+    "(`lb2_value`, only where an answer has one right value: a rule, not a judge) and, "
+    "where `scoring.judge` names one, the judge with LABBench2's prompts (`lb2_judge`), "
+    "against the published one; `kappa`: Cohen's.\n\n",
     "labbench2_disagreements": "### Every disagreement ({rows})\nWith both reasons (the "
     "published one is LABBench2's grader's: its validators, or its judge, "
     "claude-sonnet-4-5).\n\n",

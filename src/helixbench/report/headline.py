@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..config.plan import Plan
 from ..stats import MIN_QUESTIONS
-from .comparisons import BASELINE_KINDS
+from .comparisons import is_baseline
 from .leaderboard import GENESETS, encoders_of
 from .protocols import board_metric
 from .records import ScoreIndex, macro_difference_interval, macro_paired_test, paired_by_task
@@ -64,21 +64,32 @@ def _apart(plan: Plan, a: str, b: str, benchmark: str) -> str:
     )
 
 
-def _pairs(plan: Plan, ranked: list[str], benchmark: str) -> list[tuple[str, str, str]]:
-    """(comparison, run a, run b): the best against the next, then each model's runs
-    against its baseline on this benchmark."""
+def _pairs(
+    plan: Plan, ranked: list[str], benchmark: str, apart: list[str] = ()
+) -> list[tuple[str, str, str]]:
+    """(comparison, run a, run b): the best against the next of the runs ranked (those
+    on the whole comparison set), each model's runs against its own baseline without
+    tools, and each run of this config's own models against the best published
+    (imported) run on the questions both answered. ``apart``: the runs ranked apart
+    (on fewer questions), compared but never as the best or the next."""
     pairs = [("best vs next", ranked[0], ranked[1])] if len(ranked) > 1 else []
     runs = {r.label: r for r in plan.runs if any(t.benchmark == benchmark for t in r.tasks)}
+    every = [*ranked, *apart]
     baselines: dict[str, list] = {}
     for run in runs.values():
-        if run.first.method_spec.get("kind") in BASELINE_KINDS:
+        if is_baseline(run, runs.values()):
             baselines.setdefault(run.model, []).append(run)
-    for label in ranked:
+    for label in every:
         run = runs[label]
-        if run.first.method_spec.get("kind") in BASELINE_KINDS:
+        if is_baseline(run, runs.values()):
             continue
         for base in baselines.get(run.model, []):
             pairs.append((f"vs its {base.method} baseline", label, base.label))
+    published = [label for label in every if runs[label].imported]
+    if published:
+        for label in every:
+            if not runs[label].imported:
+                pairs.append(("vs the best published run", label, published[0]))
     seen, unique = set(), []
     for comparison, a, b in pairs:
         if frozenset((a, b)) not in seen:
@@ -95,21 +106,25 @@ def headline_table(
     bank_board: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per pair a reader compares, per benchmark (leaderboard order)."""
-    boards = [(b, list(board[board.benchmark == b].run)) for b in dict.fromkeys(board.benchmark)]
-    if bank_board is not None and not bank_board.empty:  # (best first within a benchmark)
-        for benchmark in dict.fromkeys(bank_board.benchmark):
-            boards.append((benchmark, list(bank_board[bank_board.benchmark == benchmark].run)))
+    boards = []
+    for table in (board, bank_board):  # (best first within a benchmark)
+        if table is None or table.empty:
+            continue
+        for benchmark in dict.fromkeys(table.benchmark):
+            of = table[table.benchmark == benchmark]
+            apart = of.partial.astype(bool) if "partial" in of else of.run.map(lambda _: False)
+            boards.append((benchmark, list(of.run[~apart]), list(of.run[apart])))
     if not geneset_board.empty:  # ranked within the runs on the same sets: the best's
         best = geneset_board.compared_on.iloc[0]
         ranked = list(geneset_board[geneset_board.compared_on == best].run)
         others = [r for r in geneset_board.run if r not in ranked]
         # (no other run on its sets: the best against the next of any, said apart)
-        boards.append((GENESETS, ranked if len(ranked) > 1 else ranked + others[:1]))
+        boards.append((GENESETS, ranked if len(ranked) > 1 else ranked + others[:1], []))
     rows = []
     encoder = encoders_of(geneset_board) if not geneset_board.empty else None
-    for benchmark, ranked in boards:
+    for benchmark, ranked, apart in boards:
         tasks = list(dict.fromkeys(t.task for t in plan.tasks if t.benchmark == benchmark))
-        for comparison, a, b in _pairs(plan, ranked, benchmark):
+        for comparison, a, b in _pairs(plan, ranked, benchmark, apart):
             of_benchmark = index.for_benchmark(benchmark)
             paired = paired_by_task(of_benchmark, a, b, tasks, board_metric(plan, benchmark))
             if not paired:  # said, not left out: the reader asks why

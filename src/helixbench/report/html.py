@@ -34,6 +34,12 @@ def html_table(frame: pd.DataFrame | None, csv: str | None = None) -> Markup:
     return Markup(f'<div class="table-wrap">{table}</div>{more}')
 
 
+def inline_code(text: str) -> Markup:
+    """A caption written for report.md as the page shows it: escaped, its `code` spans
+    as <code> (one text for both, so they cannot drift apart)."""
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
+
+
 def inline_svg(path: Path) -> Markup:
     text = path.read_text()
     text = re.sub(r"^<\?xml[^>]*>\s*", "", text)

@@ -27,7 +27,9 @@ def read_summaries(plan: Plan) -> dict[str, dict]:
     for run in plan.runs:
         path = Path(run.summary_path)
         if not path.is_file():
-            raise ConfigError(f"no summary of run {run.label!r} ({path}); run its summarize job")
+            raise ConfigError(
+                f"no summary of run {run.label!r} ({path}); run snakemake to score it"
+            )
         out[run.label] = read_summary(path)
     return out
 
@@ -183,7 +185,8 @@ def joined_cost(plan: Plan, summaries: dict[str, dict], prices: dict) -> pd.Data
 def joined_bank(plan: Plan, summaries: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """question_bank.csv (per benchmark, its runs in the plan's order) and
     question_bank_leaderboard.csv (per benchmark, best first) of every run."""
-    from .question_bank import BANK_COLUMNS, BANK_LEADERBOARD_COLUMNS
+    from .bank_board import BANK_LEADERBOARD_COLUMNS, rank_bank
+    from .question_bank import BANK_COLUMNS
 
     bank = pd.concat(
         [table(summaries[r.label]["question_bank"]) for r in plan.runs]
@@ -197,6 +200,4 @@ def joined_bank(plan: Plan, summaries: dict[str, dict]) -> tuple[pd.DataFrame, p
         or [pd.DataFrame(columns=BANK_LEADERBOARD_COLUMNS)],
         ignore_index=True,
     )
-    if not board.empty:
-        board = board.sort_values(["benchmark", "macro"], ascending=[True, False])
-    return bank.reset_index(drop=True)[BANK_COLUMNS], board.reset_index(drop=True)
+    return bank.reset_index(drop=True)[BANK_COLUMNS], rank_bank(board)

@@ -83,7 +83,46 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
     table = table.sort_values(
         ["benchmark", "extracted", "genegpt"], ascending=[False, False, False], na_position="last"
     )
-    return ranked(table, "benchmark")
+    return ranked(table, "benchmark", score="extracted")
+
+
+# leaderboard.csv: every benchmark's ranking in one table, the question bank's too,
+# each row by its board's metric (``score``) and where its numbers come from.
+ALL_BOARDS_COLUMNS = [
+    "rank", "run", "benchmark", "metric", "score", "ci_low", "ci_high", "scorer", "asked",
+    "scored", "compared", "coverage", "tasks", "benchmark_tasks", "partial", "model",
+    "imported", "source", "extracted", "genegpt", "strict", "badly_formatted", "answers",
+    "empty", "unparsed",
+]  # fmt: skip
+
+
+def all_boards(plan: Plan, board: pd.DataFrame, bank_board: pd.DataFrame) -> pd.DataFrame:
+    """leaderboard.csv: the question-answering leaderboard's rows (by extracted answers)
+    and the question bank's (by the macro of each task's primary score), ranked as
+    their boards rank them."""
+    qa = board.assign(
+        metric="extracted",
+        score=board.extracted,
+        scorer="deterministic",
+        asked=board.answers,
+        scored=board.answers,
+        compared=board.groupby("benchmark").answers.transform("max") if len(board) else None,
+    )
+    if len(qa):
+        qa["coverage"] = (qa.scored / qa.compared.where(qa.compared > 0)).round(7)
+    runs = {r.label: r for r in plan.runs}
+    bank = bank_board.assign(
+        metric="primary",
+        score=bank_board.macro,
+        model=[runs[r].model if r in runs else None for r in bank_board.run],
+        imported=[bool(runs[r].imported) if r in runs else None for r in bank_board.run],
+        source=[(plan.sources.get(runs[r].model) or {}).get("name") if r in runs else None
+                for r in bank_board.run],
+    )  # fmt: skip
+    parts = [t.reindex(columns=ALL_BOARDS_COLUMNS) for t in (qa, bank) if len(t)]
+    if not parts:
+        return pd.DataFrame(columns=ALL_BOARDS_COLUMNS)
+    return pd.concat(parts, ignore_index=True)
 
 
 # The sweep's axes a reader filters the page's leaderboard by.
@@ -95,9 +134,17 @@ def board_page(plan: Plan, board: pd.DataFrame) -> tuple[list[dict], dict[str, l
     and each axis's values: what the page filters and sorts a sweep's runs by, in
     place, without loading any run's questions."""
     method_of = {run.label: run.method for run in plan.runs}
-    rows = [{**row, "method": method_of.get(row["run"], "")} for row in board.to_dict("records")]
+    rows = [
+        {**row, "method": method_of.get(row["run"], ""), "rank": _rank(row["rank"])}
+        for row in board.to_dict("records")
+    ]
     axes = {axis: sorted({str(row[axis]) for row in rows}) for axis in BOARD_AXES}
     return rows, axes
+
+
+def _rank(value) -> int | str:
+    """A rank as the page shows it: the number, or "apart" for a run not ranked."""
+    return "apart" if value is None or pd.isna(value) else int(value)
 
 
 def _bound(column: pd.Series) -> float | None:
@@ -113,17 +160,28 @@ def macro_rows(summary: pd.DataFrame) -> dict[tuple[str, str, str], pd.DataFrame
     return {key: rows for key, rows in macros.groupby(["model", "method", "benchmark"], sort=False)}
 
 
-def ranked(table: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+def ranked(table: pd.DataFrame, by: str | None = None, score: str | None = None) -> pd.DataFrame:
     """``table`` (best first within each ``by`` group) with its rank in the group, and
-    which rows cover fewer tasks than the best-covered row of their group (their macro
-    averages fewer tasks, so it is no like-for-like rank)."""
+    which rows cover fewer tasks than the best-covered row of their group (``partial``:
+    their macro averages fewer tasks, so it is no like-for-like rank: they are listed
+    after the runs that cover every task, unranked). With ``score``, runs with equal
+    scores share a rank."""
+    if not len(table):
+        return table.assign(benchmark_tasks=table.tasks, partial=table.tasks < 0)
     groups = table.groupby(by, sort=False) if by else table.groupby(lambda _: 0)
-    covered = groups.tasks.transform("max") if len(table) else table.tasks
-    return table.assign(
-        rank=groups.cumcount() + 1 if len(table) else table.get("rank"),
-        benchmark_tasks=covered,
-        partial=table.tasks < covered,
-    )
+    covered = groups.tasks.transform("max")
+    table = table.assign(benchmark_tasks=covered, partial=table.tasks < covered)
+    keys = [by] if by else []
+    order = {key: i for i, key in enumerate(dict.fromkeys(table[by]))} if by else {}
+    table = table.assign(_group=table[by].map(order) if by else 0)
+    table = table.sort_values(["_group", "partial"], kind="stable").drop(columns="_group")
+    full = table[~table.partial]
+    grouped = full.groupby(keys or (lambda _: 0), sort=False)
+    if score:
+        ranks = grouped[score].rank(method="min", ascending=False, na_option="bottom")
+    else:
+        ranks = grouped.cumcount() + 1
+    return table.assign(rank=ranks.reindex(table.index).astype("Int64"))
 
 
 GENESET_BOARD_COLUMNS = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .bank_board import BANK_BOARD_TEXT
 from .bixbench import bixbench_markdown
 from .frontier import frontier_markdown
 from .geneagent_paper import paper_layout
@@ -34,10 +35,15 @@ def _imported_markdown(imported: list[dict], imports: pd.DataFrame) -> str:
         if r.get("format") == "labbench2":  # (its own verdicts, per task, further down)
             claim = 'LABBench2\'s own verdicts: the section "LABBench2: the frontier"'
         ours = f"extracted {fmt(r['extracted'])}, upstream {fmt(r['genegpt'])}; "
+        said = ", ".join(text[k] for k in ("model", "prompt") if text.get(k))
+        where = (
+            f"{text.get('cite', '')} ({text['source']})"
+            if r["commit"] == "local"
+            else f"{text.get('cite', '')} at commit {text['commit'][:12]} ({text['source']})"
+        )
         lines.append(
-            f"- **{r['run']}** ({r['benchmark']}): {text.get('model', '')}, "
-            f"{text.get('prompt', '')}. Source: {text.get('cite', '')} at commit "
-            f"{text['commit'][:12]} ({text['source']}). Under our rules: "
+            f"- **{r['run']}** ({r['benchmark']}): {said or 'as its source names it'}. "
+            f"Source: {where}. Under our rules: "
             f"{ours if r['extracted'] is not None else ''}{claim}."
         )
     coverage_text = imports.groupby(["run", "benchmark"], sort=False)[
@@ -133,9 +139,10 @@ def _bank_text(bank: dict | None) -> str:
     if bank is None:
         return ""
     parts = [
-        "## Question bank: GeneTuring 2025, BioRAGent and LAB-Bench\n"
+        f"## Question bank: {bank['names']}\n"
         "Each task scored by its primary scorer (docs/scoring.md), with its 95% "
-        "bootstrap interval; `macro` is the mean of the task means; `all` (LAB-Bench, "
+        "interval (exact for a share of right answers); `macro` is the mean of the task "
+        "means; `all` (LAB-Bench, "
         "and `pooled` in the leaderboard) the mean over every question, as its peers "
         "report it. In the leaderboard, "
         "`shared` covers the items that repeat a GeneTuring (2023) or GeneHop question, "
@@ -174,7 +181,7 @@ def _leaderboard_text(board: pd.DataFrame) -> str:
        "badly_formatted", "answers", "tasks"]]  # fmt: skip
     note = (
         "\n\n‡ covers fewer of the benchmark's tasks than the best-covered run: its macro "
-        "averages those tasks only."
+        "averages those tasks only, so it is listed after the ranked runs, unranked."
         if board.partial.any()
         else ""
     )
@@ -189,8 +196,10 @@ def _headline_text(headline: pd.DataFrame) -> str | None:
         lines.append(f"**{benchmark}**")
         lines += [f"- {headline_sentence(r, fmt)}" for r in rows.to_dict("records")]
     return (
-        "Per benchmark, the pairs a reader compares first: the best run against the next, "
-        "and each model against its own no-tools baseline. "
+        "Per benchmark, the pairs a reader compares first: the best run against the next "
+        "(of the runs on the whole comparison set), each model against its own baseline "
+        "without tools, and each run of this config's models against the best published "
+        "run on the questions both answered. "
         + HEADLINE_METHOD
         + " (`headline.csv`).\n\n"
         + "\n".join(lines)
@@ -210,6 +219,14 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
     )
     sections = [
         ("Who wins, by how much", _headline_text(tables["headline"])),
+        (
+            f"Leaderboard: {tables['bank']['names']}" if tables["bank"] else None,
+            BANK_BOARD_TEXT
+            + ".\n\n"
+            + md_table(tables["bank_board"], csv="question_bank_leaderboard.csv")
+            if tables["bank"]
+            else None,
+        ),
         ("How to read this report", HOW_TO_READ),
         ("Notes and warnings", notes_text or None),
         (
@@ -355,11 +372,17 @@ def _replay_text(replay: pd.DataFrame) -> str:
 
 HOW_TO_READ = """\
 - Numbers are shown to 3 significant digits; the CSV files keep 7 decimals.
-  Intervals are 95% bootstrap intervals over questions (10,000 resamples, seed 0; a
-  macro score resamples within each task); on fewer than 10 questions none is given
-  ("too few to tell").
-- Ranks are per benchmark. A run marked ‡ covers fewer of its benchmark's tasks than
-  the best-covered run there: its macro averages fewer tasks.
+  Intervals are 95% intervals: exact (Clopper-Pearson) for a share of right answers,
+  on any number of questions and never a point (0 right of 14 is [0, 0.232]); for a
+  macro of shares, the same on its effective number of questions (Korn-Graubard); for
+  a graded score (ROUGE, recall, similarity), a bootstrap over questions (10,000
+  resamples, seed 0; a macro resamples within each task), none on fewer than 10
+  questions ("too few to tell"). A difference of two runs: the paired sign-flip test
+  inverted, none on fewer than 10 shared questions.
+- Ranks are per benchmark, among the runs on the whole comparison set; runs with
+  equal scores share a rank. A run marked ‡ covers fewer of its benchmark's questions
+  or tasks than the best-covered run there: it is listed after the ranked runs,
+  unranked, with what it covers.
 - Scores use GeneGPT's upstream evaluator (`genegpt` metric) and the `strict` one
   beside it (GeneHop's hand-judged tasks: ROUGE, embedding similarity, alias recall),
   per question in `results/scores/`; a task's score is the mean over its questions.
@@ -373,7 +396,7 @@ HOW_TO_READ = """\
 LEADERBOARD_TEXT = """\
 Macro score over each benchmark's automatically scored tasks on answers extracted
 from wordy final texts (`extracted`, rules in `helixbench.scoring.extract`; 95%
-bootstrap interval), ranked per benchmark; GeneGPT's upstream scorer (`genegpt`) and
+interval), ranked per benchmark; GeneGPT's upstream scorer (`genegpt`) and
 our `strict` one beside it. `badly_formatted`: answers right once extracted but not
 as given. Imported runs are published outputs of other systems, re-scored here.
 

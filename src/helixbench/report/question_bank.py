@@ -23,7 +23,8 @@ from ..config.plan import Plan
 from ..datasets.overlap import collapse
 from ..datasets.questions import Question
 from ..scoring.lists import gold_items, separator_of
-from ..stats import bootstrap_macro, bootstrap_mean
+from ..stats import macro_interval, mean_interval
+from .bank_board import BANK_LEADERBOARD_COLUMNS, rank_bank, scorer_of
 from .records import primary_metric
 from .scores import POOLED, ROUND
 from .text import fmt, fmt_bracket
@@ -38,25 +39,6 @@ BANK_COLUMNS = [
     "score",
     "ci_low",
     "ci_high",
-]
-BANK_LEADERBOARD_COLUMNS = [
-    "run",
-    "benchmark",
-    "macro",
-    "ci_low",
-    "ci_high",
-    "tasks",
-    "answers",
-    # A benchmark its peers score over all its questions (LAB-Bench): that figure too.
-    "pooled",
-    "pooled_low",
-    "pooled_high",
-    "shared",
-    "shared_n",
-    "new",
-    "new_n",
-    "original",
-    "original_n",
 ]
 OVERLAP_COLUMNS = [
     "benchmark",
@@ -98,7 +80,7 @@ def bank_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                 if sel.empty:
                     continue
                 per_task[task] = list(sel.score)
-                interval = bootstrap_mean(sel.score)
+                interval = mean_interval(sel.score)
                 rows.append(
                     {
                         "benchmark": benchmark,
@@ -112,7 +94,7 @@ def bank_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                         "ci_high": interval.high,
                     }
                 )
-            macro = bootstrap_macro(per_task)
+            macro = macro_interval(per_task)
             rows.append(
                 {
                     "benchmark": benchmark,
@@ -128,7 +110,7 @@ def bank_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
             )
             if get(benchmark).pooled:  # its peers' figure: over all its questions
                 every = [v for values in per_task.values() for v in values]
-                pooled = bootstrap_mean(every)
+                pooled = mean_interval(every)
                 rows.append(
                     {
                         "benchmark": benchmark,
@@ -170,29 +152,41 @@ def bank_layout(table: pd.DataFrame, benchmark: str) -> pd.DataFrame:
 
 
 def bank_leaderboard(
-    plan: Plan, scores: pd.DataFrame, questions: dict[str, Question]
+    plan: Plan,
+    scores: pd.DataFrame,
+    questions: dict[str, Question],
+    asked: dict[str, dict] | None = None,
 ) -> pd.DataFrame:
     """Per benchmark, its runs best first by macro: the shared and the new items'
-    macros apart, and the same run's macro on the shared items' counterparts."""
+    macros apart, and the same run's macro on the shared items' counterparts.
+    ``asked``: benchmark -> the questions the run asked and the shares of them with an
+    empty reply or none the method could read (:func:`answer_shares`); the join ranks
+    the rows of every run (:func:`rank_bank`)."""
+    asked = asked or {}
     primary = _primary(plan, scores)
     originals = scores[scores.question_id.isin({q.overlap_id for q in questions.values()})]
     rows = []
     for (run, benchmark), sel in primary.groupby(["run", "benchmark"], sort=False):
         shared = sel.question_id.map(lambda i: questions[i].overlap_id is not None)
-        macro = bootstrap_macro(_by_task(sel))
-        pooled = bootstrap_mean(sel.score) if get(benchmark).pooled else None
+        macro = macro_interval(_by_task(sel))
+        pooled = mean_interval(sel.score) if get(benchmark).pooled else None
         counterparts = {questions[i].overlap_id for i in sel.question_id[shared]}
         theirs = originals[(originals.run == run) & originals.question_id.isin(counterparts)]
         theirs = theirs[theirs.metric == theirs.task.map(lambda t: primary_metric(plan, t))]
+        of_run = scores[(scores.run == run) & (scores.benchmark == benchmark)]
         rows.append(
             {
                 "run": run,
                 "benchmark": benchmark,
+                "scorer": scorer_of(of_run, sel),
                 "macro": macro.mean,
                 "ci_low": macro.low,
                 "ci_high": macro.high,
+                "asked": asked.get(benchmark, {}).get("asked", len(sel)),
+                "scored": len(sel),
                 "tasks": sel.task.nunique(),
-                "answers": len(sel),
+                "empty": asked.get(benchmark, {}).get("empty"),
+                "unparsed": asked.get(benchmark, {}).get("unparsed"),
                 "pooled": pooled.mean if pooled else None,
                 "pooled_low": pooled.low if pooled else None,
                 "pooled_high": pooled.high if pooled else None,
@@ -206,9 +200,9 @@ def bank_leaderboard(
         return table
     for column in ("macro", "ci_low", "ci_high", "pooled", "pooled_low", "pooled_high"):
         table[column] = table[column].astype(float).round(ROUND)
-    for column in ("shared", "new", "original"):
+    for column in ("shared", "new", "original", "empty", "unparsed"):
         table[column] = table[column].astype(float).round(ROUND)
-    return table.sort_values(["benchmark", "macro"], ascending=[True, False]).reset_index(drop=True)
+    return rank_bank(table)
 
 
 def _by_task(frame: pd.DataFrame) -> dict[str, list[float]]:

@@ -10,9 +10,10 @@ from ..scoring import scorers_for
 from ..stats import Interval, PairedTest, paired_interval, paired_test
 
 
-def load_scores(plan: Plan) -> pd.DataFrame:
+def load_scores(plan: Plan, runs=None) -> pd.DataFrame:
+    """The score lines of ``runs`` (every run of the plan where not given)."""
     rows = []
-    for run in plan.runs:
+    for run in plan.runs if runs is None else runs:
         rows += read_jsonl(run.score_path)
     return scores_frame(rows)
 

@@ -32,6 +32,7 @@ from ..datasets.jsonfiles import read_jsonl
 from ..datasets.questions import read_questions
 from ..run.health import run_warnings
 from ..transcripts import read_records
+from .bank_board import answer_shares
 from .bixbench import verifier_rows
 from .errors import error_types
 from .labbench2_facts import labbench2_facts
@@ -137,6 +138,51 @@ def task_facts(of_task: list[dict]) -> dict:
     }
 
 
+# Past this share of a run's asked questions with no answer (empty, or none the method
+# could read), the console and the report's notes say so: a degenerate run.
+DEGENERATE_SHARE = 0.5
+
+
+def unscored_warnings(spec: dict, board: pd.DataFrame) -> list[dict]:
+    """The report's notes of a run whose numbers cover less than it asked: answers with
+    no score (free text, no judge) and, past :data:`DEGENERATE_SHARE`, replies with no
+    answer in them."""
+    notes = []
+    for row in board.to_dict("records"):
+        said = []
+        unscored = int(row["asked"]) - int(row["scored"])
+        if unscored > 0:
+            said.append(
+                f"{unscored} of its {row['asked']} answers have no score (a free-text "
+                "answer needs a judge: scoring.judge), so its figure covers "
+                f"{row['scored']} questions"
+            )
+        for column, what in (("empty", "were empty"), ("unparsed", "held no readable answer")):
+            share = row.get(column)
+            if share is not None and share == share and share >= DEGENERATE_SHARE:
+                said.append(f"{share:.0%} of its replies {what}")
+        if said:
+            notes.append(
+                {
+                    "level": "warning",
+                    "model": spec["model"],
+                    "method": spec["method"],
+                    "benchmark": row["benchmark"],
+                    "kind": "coverage",
+                    "message": "; ".join(said),
+                }
+            )
+    return notes
+
+
+def _asked(plan: Plan, records: dict[RunTask, list[dict]]) -> dict[str, dict]:
+    """benchmark -> what the run asked of it and the shares it left without an answer."""
+    by_benchmark: dict[str, list[dict]] = {}
+    for task in plan.tasks:
+        by_benchmark.setdefault(task.benchmark, []).extend(records[task])
+    return {benchmark: answer_shares(of) for benchmark, of in by_benchmark.items()}
+
+
 def fresh_tokens(records: dict[RunTask, list[dict]]) -> dict[str, int]:
     """Tokens of the model calls that reached the model (cache misses): what a price
     applies to (the report's cost, from the config's prices)."""
@@ -184,6 +230,7 @@ def summarize_run(
     label = run_label(spec["model"], spec["method"])
     index = score_index(scores)
     taxonomy, labels = error_types(plan, records, index, questions)
+    board = bank_leaderboard(plan, scores, questions, _asked(plan, records))
     summary = {
         "version": SUMMARY_VERSION,
         "run": label,
@@ -197,8 +244,8 @@ def summarize_run(
         "agents": _rows(agent_table(plan, records)),
         "taxonomy": _rows(taxonomy),
         "question_bank": _rows(bank_table(plan, scores)),
-        "question_bank_leaderboard": _rows(bank_leaderboard(plan, scores, questions)),
-        "warnings": run_warnings(plan.tasks, records),
+        "question_bank_leaderboard": _rows(board),
+        "warnings": run_warnings(plan.tasks, records) + unscored_warnings(spec, board),
         "tasks": [
             {"benchmark": t.benchmark, "task": t.task, **task_facts(records[t])} for t in plan.tasks
         ],

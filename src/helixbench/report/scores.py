@@ -1,4 +1,4 @@
-"""Scores per run, task and metric, with bootstrap intervals (``scores.csv``)."""
+"""Scores per run, task and metric, with their intervals (``scores.csv``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 from ..benchmarks import get, tasks_of
 from ..config.plan import Plan, RunTask
 from ..scoring.genegpt import SCORED_TASKS
-from ..stats import bootstrap_macro, bootstrap_mean
+from ..stats import macro_interval, mean_interval
 from .paper import published
 
 ROUND = 7  # decimals kept in scores.csv (the reference values are given to 7)
@@ -50,7 +50,7 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
         for metric, frame in variants.items():
             if frame.empty:
                 continue
-            interval = bootstrap_mean(frame.score)
+            interval = mean_interval(frame.score)
             rows.append(
                 {
                     "benchmark": task.benchmark,
@@ -82,7 +82,7 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
         ["benchmark", "model", "method", "metric"], sort=False
     ):
         complete = set(group.task) == _scored_tasks(benchmark)
-        interval = bootstrap_macro(dict(zip(group.task, group._scores, strict=True)))
+        interval = macro_interval(dict(zip(group.task, group._scores, strict=True)))
         macros.append(
             {
                 "benchmark": benchmark,
@@ -122,7 +122,7 @@ def _pooled(table: pd.DataFrame) -> pd.DataFrame:
     ]:
         benchmark, model, method, metric = key
         values = [v for scores in group._scores for v in scores]
-        interval = bootstrap_mean(values)
+        interval = mean_interval(values)
         rows.append(
             {
                 "benchmark": benchmark,

@@ -43,15 +43,16 @@ def console_summary(report_dir: Path) -> str:
             numbers = {k: _number(row[k]) for k in ("difference", "ci_low", "ci_high", "p_value")}
             numbers |= {k: _number(row[k]) for k in ("macro_a", "macro_b")}
             lines.append(f"  {row['benchmark']}: " + headline_sentence({**row, **numbers}, fmt))
-    board = _rows(report_dir / "leaderboard.csv")
+    board = [r for r in _rows(report_dir / "leaderboard.csv") if r["metric"] == "extracted"]
     for benchmark in dict.fromkeys(r["benchmark"] for r in board):
         lines.append(f"Leaderboard, {benchmark} (macro, extracted answers; 95% interval):")
         for r in [r for r in board if r["benchmark"] == benchmark][:TOP]:
             partial = (
                 f", {r['tasks']} of {r['benchmark_tasks']} tasks" if r["partial"] == "True" else ""
             )
+            rank = f"{r['rank']}." if r["rank"] else "apart:"
             lines.append(
-                f"  {r['rank']}. {r['run']}  {fmt(_number(r['extracted']))} "
+                f"  {rank} {r['run']}  {fmt(_number(r['score']))} "
                 f"{fmt_bracket(_number(r['ci_low']), _number(r['ci_high']))}{partial}"
             )
     sets = _rows(report_dir / "genesets_leaderboard.csv")
@@ -71,9 +72,32 @@ def console_summary(report_dir: Path) -> str:
     bank = _rows(report_dir / "question_bank_leaderboard.csv")
     for benchmark in dict.fromkeys(r["benchmark"] for r in bank):
         lines.append(
-            f"Leaderboard, {benchmark} (macro of each task's primary score; 95% interval):"
+            f"Leaderboard, {benchmark} (macro of each task's primary score; 95% interval; "
+            "scorer, questions scored of asked):"
         )
-        for rank, r in enumerate([r for r in bank if r["benchmark"] == benchmark][:TOP], 1):
-            interval = fmt_bracket(_number(r["ci_low"]), _number(r["ci_high"]))
-            lines.append(f"  {rank}. {r['run']}  {fmt(_number(r['macro']))} {interval}")
+        of = [r for r in bank if r["benchmark"] == benchmark]
+        for r in [r for r in of if r["rank"]][:TOP] + [r for r in of if not r["rank"]]:
+            lines.append("  " + bank_line(r))
     return "\n".join(lines)
+
+
+def bank_line(r: dict) -> str:
+    """A question-bank leaderboard row in one line: rank (or apart, with what it
+    covers), score, interval, scorer, questions scored of asked, and a degenerate
+    run's empty and unreadable replies."""
+    interval = fmt_bracket(_number(r["ci_low"]), _number(r["ci_high"]))
+    covers = f"{r['scored']} of {r['asked']} asked"
+    if r["rank"]:
+        head = f"{r['rank']}. {r['run']}"
+    else:
+        head = (
+            f"apart (on {r['scored']} of the {r['compared']} questions compared, "
+            f"{r['tasks']} of {r['benchmark_tasks']} tasks): {r['run']}"
+        )
+    flags = [
+        f"{fmt(100 * _number(r[k]))}% {what}"
+        for k, what in (("empty", "empty replies"), ("unparsed", "replies without an answer"))
+        if _number(r.get(k)) and _number(r[k]) >= 0.05
+    ]
+    extra = f"; {', '.join(flags)}" if flags else ""
+    return f"{head}  {fmt(_number(r['macro']))} {interval} ({r['scorer']}; {covers}{extra})"

@@ -97,7 +97,18 @@ def md_table(frame: pd.DataFrame, empty: str = "none", csv: str | None = None) -
     frame, cut = bounded(frame)
     where = f" in `{csv}`" if csv else " in its CSV file"
     more = f"\n\nShown: {', '.join(cut)}; all{where}." if cut else ""
-    return fmt_frame(frame).to_markdown(index=False, disable_numparse=True) + more
+    shown = fmt_frame(frame)
+    # A cell's text is text: HTML in it (a field of an imported file) is shown, never
+    # passed through by a Markdown renderer; a | would end the cell.
+    shown = shown.apply(lambda column: column.map(_md_cell))
+    return shown.to_markdown(index=False, disable_numparse=True) + more
+
+
+def _md_cell(value):
+    if not isinstance(value, str):
+        return value
+    text = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def bounded(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

@@ -113,8 +113,16 @@ class ShardProgress:
     and the sidecar file ``helixbench status`` reads."""
 
     def __init__(
-        self, label: str, output: Path, total: int, records: list[dict], stream=None, console=None
+        self,
+        label: str,
+        output: Path,
+        total: int,
+        records: list[dict],
+        stream=None,
+        console=None,
+        imported: bool = False,
     ):
+        self.imported = imported  # answers read from a source's files: no model is called
         self.counts = Counts()
         for record in records:  # resumed: what earlier attempts did counts too
             self.counts.add(record)
@@ -153,7 +161,10 @@ class ShardProgress:
 
     def _postfix(self) -> str:
         c = self.counts
-        text = f"model calls {c.model_calls}, tool calls {c.tool_calls}, errors {c.errors}"
+        if self.imported:
+            text = f"answers imported {c.done}, no model called, errors {c.errors}"
+        else:
+            text = f"model calls {c.model_calls}, tool calls {c.tool_calls}, errors {c.errors}"
         if self.failed:
             text += f", {self.failed} failed on the model server (not recorded)"
         return f"{text} | {self.pace()}"

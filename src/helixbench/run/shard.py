@@ -170,7 +170,10 @@ def run_shard(
     # Each prompt header is logged once per shard (records log prompts after it).
     logged = {r["header_sha256"] for r in writer.records if r.get("header") is not None}
     label = f"{spec['model']} / {spec['method']} shard-{shard}-of-{spec['shards']}"
-    progress = ShardProgress(label, output, len(chosen), writer.records, console=console)
+    imported = spec["method_spec"].get("kind") == "imported"  # (answers read, not asked)
+    progress = ShardProgress(
+        label, output, len(chosen), writer.records, console=console, imported=imported
+    )
     in_flight = questions_in_flight(shared_model, setups)
     failed, in_a_row = [], 0
 

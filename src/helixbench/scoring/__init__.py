@@ -217,7 +217,8 @@ class Scorers:
             judge, prompts = PROMPT_JUDGES[name]()
             model = self.scoring.get("judge", {}).get("model")
             spec = self._models.get(model)
-            return judge(model, spec, Path(upstream_path(prompts)), self._model_cache)
+            fenced = self.scoring.get("judge", {}).get("fence", True)
+            return judge(model, spec, Path(upstream_path(prompts)), self._model_cache, fenced)
         if name == "labbench2":
             parts = {"published": "lb2_published", "value": "lb2_value", "judge": "lb2_judge"}
             return FirstVerdict([(name, self.get(part)) for name, part in parts.items()])

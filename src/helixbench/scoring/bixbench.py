@@ -18,20 +18,19 @@
 
 from __future__ import annotations
 
-import re
-
 from ..sources.bixbench import range_verdict, str_verdict
 from .prompt_judge import PromptJudge
-
-GRADE = re.compile(r"<grade>\s*(.*?)\s*</grade>", re.DOTALL)
+from .verdicts import read_tagged
 
 
 class BixBenchPublished:
     per_record = True
 
     def score_record(self, question, record: dict):
+        if record.get("error") == "missing_in_source":  # (the imports' caption: a miss)
+            return 0.0, "not in the source's file: scored as a miss"
         published = record.get("published")
-        if not published or "key" in published or record.get("error") == "missing_in_source":
+        if not published or "key" in published:
             return None
         return float(published["value"]), f"BixBench's grade ({published.get('mode')})"
 
@@ -70,14 +69,16 @@ class BixBenchJudge(PromptJudge):
     def prompt(self, question, answer: str) -> tuple[str, str]:
         ranged = question.subtype == "range_verifier"
         name = "OPEN_ENDED_RANGE_GRADING_PROMPT" if ranged else "OPEN_ENDED_GRADING_PROMPT"
-        values = {"question": question.text, "target": question.gold, "predicted": answer}
-        return name, self.prompts[name].format(**values)
+        template = self.prompts[name]
+        shown = self.shown(answer, template)
+        values = {"question": question.text, "target": question.gold, "predicted": shown}
+        return name, template.format(**values)
 
-    def verdict(self, text: str, tool_calls) -> tuple[str, str]:
-        found = GRADE.search(text or "")
-        if found is None:
-            return "unparseable", (text or "").strip()
-        grade = found.group(1).strip().lower()
+    def verdict(self, text: str, tool_calls, answer: str) -> tuple[str, str]:
+        """The grade the judge gave (every ``<grade>`` of its own, none the answer's:
+        upstream's regex takes the first the reply holds, quoted or not)."""
+        grade, reason = read_tagged(text, "grade", answer)
+        if grade is None:
+            return reason, (text or "").strip()
         known = {"correct": "correct", "incorrect": "incorrect", "refused": "incorrect"}
-        word = known.get(grade, "unparseable")
-        return word, f"<grade> {grade} </grade>"
+        return known.get(grade, "unparseable"), reason

@@ -5,10 +5,10 @@ fully right, partly right, wrong)."""
 from __future__ import annotations
 
 import logging
-import re
 
 from ..datasets.questions import gold_text
 from ..models import ask, create_model
+from .verdicts import read_grade_number
 
 log = logging.getLogger("helixbench.judge")
 
@@ -21,7 +21,6 @@ Question: {question}
 Reference answer: {gold}
 Answer to grade: {answer}
 Grade:"""
-GRADE = re.compile(r"(?<![\d.])(1(?:\.0+)?|0?\.5|0(?:\.0+)?)(?![\d.])")
 
 
 class JudgeScorer:
@@ -38,8 +37,7 @@ class JudgeScorer:
             return 0.0
         prompt = JUDGE_PROMPT.format(question=question, gold=gold_text(gold), answer=answer)
         reply = ask(self.model, prompt, question, "judge", self.max_tokens)
-        match = GRADE.search(reply)
-        if match is None:
-            log.warning("judge reply %r has no grade; the answer is left unscored", reply)
-            return None
-        return float(match.group(1))
+        grade = read_grade_number(reply, answer)
+        if grade is None:
+            log.warning("judge reply %r has no one grade; the answer is left unscored", reply)
+        return grade

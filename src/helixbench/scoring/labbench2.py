@@ -2,7 +2,8 @@
 
 - ``lb2_published``: LABBench2's own verdict as its report publishes it (its
   HybridEvaluator: the validators for ``seqqa2``, a judge for the rest), 1 where its
-  value is 1.0; a question the harness failed counts 0, as its accuracy counts it.
+  value is 1.0; a question the harness failed counts 0, as its accuracy counts it, and
+  so does one its reports do not hold (a miss, as the imports' caption says).
 - ``lb2_value``: helixbench's deterministic verdict, only where an answer has one
   right value: a ``seqqa2`` number within the tolerance LABBench2's validator allows
   by default (:data:`TOLERANCES`), a count, a list of fragment lengths, a set of
@@ -30,7 +31,9 @@ import logging
 import re
 from pathlib import Path
 
+from .answer_numbers import MINUS, stated_numbers
 from .prompt_judge import PromptJudge
+from .verdicts import read_verdict
 
 log = logging.getLogger("helixbench.labbench2")
 
@@ -64,7 +67,8 @@ AMINO = {
     "proline": "P", "serine": "S", "threonine": "T", "tryptophan": "W", "tyrosine": "Y",
     "valine": "V", "stop": "*",
 }  # fmt: skip
-NOT_THEIRS = ("missing_in_source",)  # not in LABBench2's figures: no score at all
+# Not in the source's reports: a miss by its published verdict, no verdict of ours.
+NOT_THEIRS = ("missing_in_source",)
 
 
 def tag_of(task: str) -> str:
@@ -81,6 +85,7 @@ def number(text: str) -> float | None:
     """A number as LABBench2's validators parse one: ``%`` and a unit dropped, the first
     number of what is left."""
     text = UNITS.sub("", text.replace("%", "").strip())
+    text = MINUS.sub("-", text)  # (a Unicode minus is a minus: "−0.216" is -0.216)
     found = NUMBER.search(text.replace(",", ""))
     return float(found.group()) if found else None
 
@@ -124,21 +129,37 @@ def seqqa2_value(kind: str, text: str, gold: str, question: str) -> tuple[float,
     if kind == "restriction_counts":
         value, expected = number(given), number(gold)
         ok = value is not None and value == expected
-        return float(ok), f"{given!r} vs {gold!r}"
+        return float(ok), f"{given!r} vs {gold!r}: {'equal' if ok else 'not equal'}"
     if kind == "restriction_digest":
-        try:
-            ours = sorted(int(float(v)) for v in given.split(",") if v.strip())
-            theirs = sorted(int(float(v)) for v in gold.split(",") if v.strip())
-        except ValueError:
-            return 0.0, f"{given!r} is no list of lengths"
-        ok = len(ours) == len(theirs)
-        ok = ok and all(abs(a - b) <= 1 for a, b in zip(ours, theirs, strict=True))
-        return float(ok), f"{ours} vs {theirs} (each within 1, as the validator allows)"
+        return _digest_verdict(given, gold)
     if kind in ("mutation_restriction", "primer_interactions"):
         ok = _names(given) == _names(gold)
-        return float(ok), f"{sorted(_names(given))} vs {sorted(_names(gold))}"
+        said = "the same" if ok else "not the same"
+        return float(ok), f"{sorted(_names(given))} vs {sorted(_names(gold))}: {said}"
     ours, theirs = _amino(given.split(",")[-1]), _amino(gold.split(",")[-1])
-    return float(ours == theirs), f"{ours!r} vs {theirs!r}"
+    return float(
+        ours == theirs
+    ), f"{ours!r} vs {theirs!r}: {'equal' if ours == theirs else 'not equal'}"
+
+
+def _digest_verdict(given: str, gold: str) -> tuple[float, str]:
+    """Fragment lengths as the validator compares them (sorted, each within 1), the
+    reason saying which way it went and why."""
+    try:
+        ours = sorted(int(float(v)) for v in given.split(",") if v.strip())
+        theirs = sorted(int(float(v)) for v in gold.split(",") if v.strip())
+    except ValueError:
+        return 0.0, f"{given!r} is no list of lengths"
+    if len(ours) != len(theirs):
+        return 0.0, f"{ours} vs {theirs}: {len(ours)} fragments, not {len(theirs)}"
+    off = [(a, b) for a, b in zip(ours, theirs, strict=True) if abs(a - b) > 1]
+    if off:
+        a, b = off[0]
+        more = f" (and {len(off) - 1} more)" if len(off) > 1 else ""
+        return 0.0, (
+            f"{ours} vs {theirs}: {a} is off by {abs(a - b)} from {b}{more}; the validator allows 1"
+        )
+    return 1.0, f"{ours} vs {theirs}: each within 1, as the validator allows"
 
 
 def value_verdict(question, answer: str | None) -> tuple[float, str] | None:
@@ -165,14 +186,15 @@ def value_verdict(question, answer: str | None) -> tuple[float, str] | None:
     if expected is None:
         return None
     text = extracted(answer or "") or (answer or "")
-    numbers = NUMBER.findall(text.replace(",", ""))
+    numbers = set(stated_numbers(text))  # (answer_numbers: URLs, citations, ids left out)
     if not answer:
         return 0.0, "no answer"
     if len(numbers) != 1:
         return None  # (no number, or several: no rule tells which one it gives)
-    value = float(numbers[0])
+    (value,) = numbers
     ok = abs(value - expected) <= EXACT_MATCH or _close(expected, value, EXACT_MATCH, True)
-    return float(ok), f"{value:g} vs {expected:g} (within 1e-6: {'yes' if ok else 'no'})"
+    said = "equal within 1e-6" if ok else "not equal within 1e-6"
+    return float(ok), f"{value:g} vs {expected:g}: {said}"
 
 
 class LabBench2Value:
@@ -190,6 +212,8 @@ class LabBench2Published:
     def score_record(self, question, record: dict):
         if record.get("error") == "failed_in_source":
             return 0.0, "LABBench2's run failed on it (its accuracy counts it wrong)"
+        if record.get("error") in NOT_THEIRS:  # (the report's caption: scored as misses)
+            return 0.0, "not in the source's reports: scored as a miss"
         published = record.get("published")
         if not published:
             return None
@@ -226,33 +250,14 @@ RESULT_TOOL = {
         },
     },
 }
-WORD = re.compile(r"\b(correct|incorrect|unsure)\b", re.IGNORECASE)
 
 
-def parse_verdict(text: str, tool_calls) -> tuple[str, str]:
+def parse_verdict(text: str, tool_calls, answer: str | None = None) -> tuple[str, str]:
     """(verdict, rationale) of a judge's reply: its tool call's arguments, a JSON object
-    in its text, or its last verdict word; ``unparseable`` where none."""
-    for call in tool_calls or ():
-        try:
-            args = json.loads(call.get("arguments") or "{}")
-        except ValueError:
-            continue
-        if isinstance(args, dict) and isinstance(args.get("result"), str):
-            return _word(args["result"]), str(args.get("rationale", ""))
-    for found in re.finditer(r"\{.*\}", text or "", re.DOTALL):
-        try:
-            args = json.loads(found.group())
-        except ValueError:
-            continue
-        if isinstance(args, dict) and isinstance(args.get("result"), str):
-            return _word(args["result"]), str(args.get("rationale", ""))
-    words = WORD.findall(text or "")
-    return (words[-1].lower(), text.strip()) if words else ("unparseable", (text or "").strip())
-
-
-def _word(result: str) -> str:
-    word = result.lower().strip()
-    return word if word in ("correct", "incorrect", "unsure") else "unparseable"
+    it wrote, or the verdict its text states (:func:`.verdicts.read_verdict`: the graded
+    answer's words never read as the judge's; negated, contradicted or missing:
+    undecided)."""
+    return read_verdict(text, tool_calls, answer)
 
 
 class LabBench2Judge(PromptJudge):
@@ -271,10 +276,13 @@ class LabBench2Judge(PromptJudge):
 
     def prompt(self, question, answer: str) -> tuple[str, str]:
         name = prompt_name(tag_of(question.task))
-        text = self.prompts[name].format(
-            question=question.text, correct_answer=question.gold, answer=answer
+        template = self.prompts[name]
+        text = template.format(
+            question=question.text,
+            correct_answer=question.gold,
+            answer=self.shown(answer, template),
         )
         return name, text
 
-    def verdict(self, text: str, tool_calls) -> tuple[str, str]:
-        return parse_verdict(text, tool_calls)
+    def verdict(self, text: str, tool_calls, answer: str) -> tuple[str, str]:
+        return parse_verdict(text, tool_calls, answer)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..models import CompletionRequest, backend, create_model
+from .fence import fence
 
 log = logging.getLogger("helixbench.judge")
 DECIDED = ("correct", "incorrect")
@@ -28,8 +29,11 @@ class PromptJudge:
     scorer = "judge"  # the scorer's name, in the judge-call file
     tools: tuple = ()  # offered to a chat model (LABBench2's structured result)
 
-    def __init__(self, name: str | None, spec: dict | None, prompts: Path, cache=None):
+    def __init__(
+        self, name: str | None, spec: dict | None, prompts: Path, cache=None, fenced: bool = True
+    ):
         self.name = name
+        self.fenced = fenced  # the answer fenced in the prompt (:mod:`.fence`), or as upstream
         self.model = create_model(spec, cache=cache) if spec else None
         self.chats = bool(spec) and backend(spec["backend"]).chats(spec)
         self._prompts_path = Path(prompts)
@@ -51,8 +55,13 @@ class PromptJudge:
         """(the prompt's name, the prompt) a question and its answer are judged with."""
         raise NotImplementedError
 
-    def verdict(self, text: str, tool_calls) -> tuple[str, str]:
-        """(``correct`` | ``incorrect`` | another word: undecided, the reason)."""
+    def shown(self, answer: str, template: str) -> str:
+        """The answer as the prompt ``template`` gets it: fenced, or as it is."""
+        return fence(answer, template) if self.fenced else answer
+
+    def verdict(self, text: str, tool_calls, answer: str) -> tuple[str, str]:
+        """(``correct`` | ``incorrect`` | another word: undecided, the reason), the
+        graded ``answer``'s own words never read as the judge's (:mod:`.verdicts`)."""
         raise NotImplementedError
 
     def judge(self, question, answer: str) -> tuple[float, str] | None:
@@ -90,7 +99,7 @@ class PromptJudge:
         if completion is None:
             verdict, reason = "unparseable", str(error)
         else:
-            verdict, reason = self.verdict(completion.text, calls)
+            verdict, reason = self.verdict(completion.text, calls, answer)
         event = model_event(
             request, {"prompt": prompt, "prompt_name": name}, completion, started, error,
             tool_calls=list(calls) if calls else None,
@@ -100,6 +109,7 @@ class PromptJudge:
             "verdict": verdict,
             "reason": reason,
             "prompt": name,
+            "fenced": self.fenced,
             "events": [vars(event)],
         }
 

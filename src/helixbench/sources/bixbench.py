@@ -23,13 +23,12 @@
 from __future__ import annotations
 
 import ast
-import csv
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..datasets.jsonfiles import read_text
+from ..datasets.upstream import verified_bytes
+from .checks import bixbench_rows
 
 GRADER = "BixBench's grade_outputs.py (its str_verifier; its LLM grader, gpt-4o)"
 
@@ -103,7 +102,7 @@ class PublishedRow:
 def read_rows(path: Path, sha256: str | None, mcq: bool) -> dict[str, PublishedRow]:
     """A published CSV's rows by question id (v1's ``short_qid``, v1.5's ``uuid``)."""
     rows = {}
-    for row in csv.DictReader(io.StringIO(read_text(Path(path), sha256))):
+    for row in bixbench_rows(Path(path), verified_bytes(path, sha256)):
         key = row.get("short_qid") or row["uuid"]
         refusal = (row.get("unsure") or "").strip() or None
         rows[key] = PublishedRow(

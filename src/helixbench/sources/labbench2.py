@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..datasets.jsonfiles import read_json
-from ..datasets.upstream import UpstreamFile, listdir
+from ..datasets.upstream import UpstreamFile, listdir, verified_bytes
 from ..digests import sha256_file
+from .checks import check_file, labbench2_report
 
 REPORT_STEM = re.compile(r"^(?P<system>[^@]+?)(?:@(?P<flags>[^_]+))?(?P<retries>(?:_retry)*)$")
 GRADER = "LABBench2's HybridEvaluator (its validators; its judge, claude-sonnet-4-5)"
@@ -56,14 +56,17 @@ def pinned_reports(system: str, flags: str) -> dict[str, list[UpstreamFile]]:
     return system_files(REPO, COMMIT, REPORTS, system, flags)
 
 
-def local_reports(reports: dict) -> dict[str, tuple[tuple[str, str], ...]]:
+def local_reports(reports: dict, format_name: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """A user's own reports (task -> a path or paths, in the order its retries came)
-    as (absolute path, sha256) pairs: the digests shape the run's identity."""
+    as (absolute path, sha256) pairs: the digests shape the run's identity. Each file
+    is checked as its format must be (:mod:`.checks`) before it counts."""
     found = {}
     for task, given in reports.items():
         files = [
             Path(f).expanduser().resolve() for f in ([given] if isinstance(given, str) else given)
         ]
+        for file in files:
+            check_file(format_name, file)
         found[task] = tuple((str(f), sha256_file(f)) for f in files)
     return found
 
@@ -72,7 +75,7 @@ def read_merged(reports) -> dict:
     """(path, sha256) pairs of one system, task and flags, read (each checked against
     its digest) and merged (:func:`merge`), with ``usage`` summed over every file (a
     retry's calls cost too)."""
-    datas = [read_json(Path(path), sha256) for path, sha256 in reports]
+    datas = [labbench2_report(Path(path), verified_bytes(path, sha256)) for path, sha256 in reports]
     merged = merge(datas)
     usage: dict[str, int] = {}
     for data in datas:

@@ -296,7 +296,14 @@ def _local_reports(spec: dict, where: str) -> dict:
     spec.setdefault("name", f"local {spec['format']} files ({spec.get('model', 'a system')})")
     spec.setdefault("repo", "local")
     spec.setdefault("commit", "local")
+    files = sum(1 if isinstance(p, str) else len(p) for p in reports.values())
+    spec.setdefault("prompt", f"{LOCAL_HARNESS[spec['format']]} (your own run)")
+    spec.setdefault("cite", f"{files} file{'s' * (files != 1)} given by path")
     return spec
+
+
+# Whose harness a user's own files of each format come from.
+LOCAL_HARNESS = {"labbench2": "LABBench2's harness", "bixbench": "BixBench's grade_outputs.py"}
 
 
 def pinned_file(source: dict, path: str) -> UpstreamFile | None:

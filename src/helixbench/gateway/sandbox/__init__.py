@@ -1,7 +1,8 @@
 """The sandbox an agent runs in: a boundary built from what Linux gives an
 unprivileged user, with the gateways as its only doors.
 
-Each agent process gets its own user, network, PID, mount and UTS namespaces
+Each agent process gets its own user, network, PID, mount, UTS, IPC and cgroup
+namespaces
 (``unshare`` from util-linux: on every Linux that has namespaces at all, where
 bubblewrap is often missing and cannot do the network part alone), and a first
 process of helixbench's own inside them (:mod:`.inside`) that makes loopback the
@@ -23,6 +24,7 @@ import functools
 import hashlib
 import itertools
 import json
+import logging
 import os
 import shutil
 import struct
@@ -35,7 +37,17 @@ from . import limits, root, syscalls
 
 INSIDE = Path(__file__).with_name("inside.py")
 NAMESPACES = ("--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child")
-NAMESPACES += ("--mount", "--mount-proc", "--uts")
+NAMESPACES += ("--mount", "--mount-proc", "--uts", "--ipc")  # (cgroup: inside.py's own)
+# The first process's command line, as every process inside may read it: a neutral
+# name, its program and spec reached by descriptor (``/proc/self/fd/N``), never the
+# host's paths (the venv, the checkout, the agents folder). The interpreter starts
+# under its own path and at once runs itself again under the neutral one, before any
+# process of the agent exists.
+FIRST_PROCESS = "helixbench-sandbox"
+BOOT = "import sys;sys.path.insert(0,sys.argv[1]);import inside;sys.exit(inside.main(sys.argv[2]))"
+RENAMED = (
+    f"import os,sys;os.execv(sys.executable,[{FIRST_PROCESS!r},'-I','-c',{BOOT!r},*sys.argv[1:]])"
+)
 DROP_PRIVILEGES = (
     "setpriv",
     "--inh-caps=-all",
@@ -193,14 +205,19 @@ class Sandbox:
             "seccomp": bpf.hex(),
             "syscall_names": names,
         }
-        # A file only this user reads (a command line is everyone's to read on a shared
-        # node, and this one holds the question's token); the first process removes it.
-        handle, path = tempfile.mkstemp(prefix="spec-", suffix=".json", dir=self.doors)
-        with os.fdopen(handle, "w") as out:
-            json.dump(spec, out)
-        command = ["unshare", *NAMESPACES, "--", sys.executable, "-I", str(INSIDE), path]
+        # A file of no name (a command line is everyone's to read on a shared node, and
+        # this one holds the question's token), and the first process's own folder, both
+        # handed over by descriptor: nothing inside names a host path.
+        spec_file = tempfile.TemporaryFile(dir=self.doors)
+        spec_file.write(json.dumps(spec).encode())
+        spec_file.seek(0)
+        program = os.open(INSIDE.parent, os.O_RDONLY | os.O_DIRECTORY)
+        fds = (program, os.dup(spec_file.fileno()))
+        spec_file.close()
+        command = ["unshare", *NAMESPACES, "--", sys.executable, "-I", "-c", RENAMED]
+        command += [f"/proc/self/fd/{fds[0]}", f"/proc/self/fd/{fds[1]}"]
         held = limits.held(caps, cgroups)
-        return Confinement(command, self.doors / spec["status"], box, held)
+        return Confinement(command, self.doors / spec["status"], box, held, fds)
 
     @staticmethod
     def launcher_env() -> dict[str, str]:
@@ -234,8 +251,18 @@ class Confinement:
     """One sandboxed process, seen from the run job: the command that starts it, the
     usage its first process publishes, the caps it reached, and what holds each."""
 
-    def __init__(self, command: list[str], status: Path, box, held: dict[str, str]):
+    def __init__(self, command: list[str], status: Path, box, held: dict[str, str], pass_fds=()):
         self.command, self.status_file, self.box, self.held = command, status, box, held
+        self.pass_fds = tuple(pass_fds)  # what the command's process must inherit
+
+    def started(self) -> None:
+        """The command's process has its descriptors: the run job's copies go."""
+        for fd in self.pass_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.pass_fds = ()
 
     def status(self) -> dict:
         """The latest usage its first process published ({} before the first)."""
@@ -254,6 +281,15 @@ class Confinement:
         return [cap for cap in limits.CAPS if cap in found]
 
     def close(self) -> None:
+        self.started()
+        failure = self.status_file.with_name(self.status_file.name + ".error")
+        try:  # the first process's own failure: its traceback to the run's log
+            said = failure.read_text(encoding="utf-8", errors="replace")
+            failure.unlink()
+        except OSError:
+            said = ""
+        if said:
+            logging.getLogger("helixbench.sandbox").error("the sandbox failed:\n%s", said[-20000:])
         if self.box is not None:
             self.box.remove()
         for path in (self.status_file, self.status_file.with_name(self.status_file.name + ".part")):

@@ -1,6 +1,7 @@
 """The first process of an agent's sandbox: PID 1 of its own user, network, PID,
-mount and UTS namespaces (started by :mod:`helixbench.gateway.sandbox` under
-``unshare``).
+mount, UTS and IPC namespaces (started by :mod:`helixbench.gateway.sandbox` under
+``unshare``), which makes its own cgroup namespace once it has joined its cgroup (so
+``/proc/self/cgroup`` inside names no host path), under a neutral command line.
 
 It builds the agent's world, starts the agent with no capabilities and stays beside
 it as the only way out:
@@ -26,8 +27,18 @@ it as the only way out:
   happens (lookups) or within a second (and all of them before this process exits),
   over the records socket with the run's recorder key: neither is in the agent's
   reach, so no record of its question is the agent's own writing;
-- **copy-out**: the question's folder back to the host within its cap as the host
-  stores it (:meth:`root.Root.copy_out`); past it, ``workdir`` is reached.
+- **per-user counts**: the kernel counts the user namespace shares with the host user
+  (inotify instances and watches, fanotify groups and marks) capped inside at a
+  quarter of the host user's limit, and the agent's own rlimits of them (message
+  queue bytes, pending signals): an agent cannot deny the host user an inotify
+  watch or a message queue while it runs, and its System V and POSIX IPC objects are
+  its namespace's, gone with it;
+- **copy-out**: once every process of the sandbox is gone (the PID namespace emptied),
+  the question's folder back to the host within its cap as the host stores it
+  (:meth:`root.Root.copy_out`), by a walk that never follows a link; an entry that
+  changed kind, vanished or appeared is refused, recorded under the question; past
+  the cap, ``workdir`` is reached. The sandbox's own failure goes to the run's log
+  (a file beside its status), never into the agent's error output.
 
 Standard library only: it runs with the run job's interpreter in isolated mode, its
 sibling modules found beside it. Everything it imports is imported before the new
@@ -49,6 +60,7 @@ import struct
 import subprocess
 import sys
 import time
+import traceback
 from urllib.parse import quote
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its sibling modules
@@ -58,6 +70,7 @@ import root  # noqa: E402
 import syscalls  # noqa: E402
 
 PR_SET_DUMPABLE = 4
+CLONE_NEWCGROUP = 0x02000000
 NFT_RULES = """
 table inet helixbench {
   set tcp4 { type ipv4_addr . inet_service; flags dynamic; counter; }
@@ -81,16 +94,33 @@ POLL_S = 1.0
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def main() -> int:
-    with open(sys.argv[1], encoding="utf-8") as given:
+def main(spec_path: str) -> int:
+    with open(spec_path, encoding="utf-8") as given:  # (a file of no name, by descriptor)
         spec = json.load(given)
-    os.unlink(sys.argv[1])  # it holds the question's token and the recorder's key
+    outside = os.open(spec["sockets"], os.O_PATH | os.O_DIRECTORY)  # (where its status goes)
+    try:
+        return run(spec)
+    except BaseException as failed:  # the sandbox's own failure: to the run's log only
+        if isinstance(failed, SystemExit) and not isinstance(failed.code, str):
+            raise
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        error = os.open(f"{spec['status']}.error", flags, 0o600, dir_fd=outside)
+        with os.fdopen(error, "w", encoding="utf-8") as out:
+            out.write("".join(traceback.format_exception(failed)))
+        print("helixbench sandbox: failed (the run's log has why)", file=sys.stderr)
+        return 125
+
+
+def run(spec: dict) -> int:
     # Connections the agent opens are this process's files too (its own are capped).
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 1 << 16), hard))
     for procs in spec.get("cgroup_procs", []):  # its cgroup, before it starts anything
         with open(procs, "w") as joined:
             joined.write("0")
+    if _libc.unshare(CLONE_NEWCGROUP) != 0:  # rooted here: its cgroup is "/" inside
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWCGROUP)")
+    limits.cap_user_counts()
     doors = os.open(spec["sockets"], os.O_PATH | os.O_DIRECTORY)
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(spec["certificate"], spec["key"])
@@ -111,10 +141,30 @@ def main() -> int:
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the agent cannot read this process
     kept = Doors(spec, tls, new_root)
     code = asyncio.run(kept.run())
-    if not new_root.copy_out():  # the folder past its cap as the host would store it
+    end_every_process()  # nothing of the agent's left to change what is copied
+    refused: list[tuple[str, str]] = []
+    if not new_root.copy_out(refused):  # the folder past its cap as the host would store it
         kept.watch.reached.add("workdir")
         kept.watch.publish(spec["status"])
+    if refused:
+        asyncio.run(kept.report_copy(refused))
     return code
+
+
+def end_every_process() -> None:
+    """Every other process of the PID namespace killed and reaped (this is its PID 1:
+    orphans are its children), so that the copy-out reads a folder nothing changes."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
 
 
 def etc_files(hosts: list[str], authority: bytes, truststore: bytes) -> dict[str, bytes]:
@@ -286,6 +336,15 @@ class Doors:
             cap = self.keeper.caps(kind)
             await self.report(f"door={kind}&port={port}&cap={cap}&count={count}")
 
+    async def report_copy(self, refused: list[tuple[str, str]]) -> None:
+        """Each entry the copy-out refused (its path in the question's folder and why,
+        both cut to size), the first :data:`root.MAX_COPY_REFUSALS`, then their count."""
+        for where, why in refused[: root.MAX_COPY_REFUSALS]:
+            await self.report(f"copy={quote(where[:200])}&reason={quote(why[:120])}")
+        left = len(refused) - root.MAX_COPY_REFUSALS
+        if left > 0:
+            await self.report(f"copy=...&reason={quote('more refused entries')}&count={left}")
+
     def looked_up_name(self, name: str) -> None:
         now = time.monotonic()
         if now - self.looked_up.get(name, -10) > 2:  # A and AAAA of one lookup: one event
@@ -347,4 +406,4 @@ def _question(data: bytes) -> tuple[str, int, int]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1]))

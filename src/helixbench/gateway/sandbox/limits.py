@@ -283,7 +283,48 @@ def held(limits: Limits, box: Cgroups | None) -> dict[str, str]:
     }
 
 
-# -- inside: rlimits and the watch --------------------------------------------------------
+# -- inside: rlimits, per-user counts and the watch -------------------------------------
+
+# The kernel's per-user counts a user namespace shares with the host user (charged at
+# every level up to the host's): the sandbox's own cap of each, set by its first process
+# (root in its user namespace) in ``/proc/sys/user``, from the host user's limit.
+USER_COUNTS = {
+    "max_inotify_instances": "/proc/sys/fs/inotify/max_user_instances",
+    "max_inotify_watches": "/proc/sys/fs/inotify/max_user_watches",
+    "max_fanotify_groups": "/proc/sys/fs/fanotify/max_user_groups",
+    "max_fanotify_marks": "/proc/sys/fs/fanotify/max_user_marks",
+}
+SHARE = 4  # the sandbox may take a quarter of the host user's count, leaving the rest
+# Per-user rlimits (counted for the host user too): the agent's at the same share.
+USER_RLIMITS = ("RLIMIT_MSGQUEUE", "RLIMIT_SIGPENDING")
+
+
+def cap_user_counts() -> dict[str, int]:
+    """The sandbox's caps of the per-user counts (:data:`USER_COUNTS`), each a
+    :data:`SHARE` of the host user's limit; {name: cap} of those set."""
+    capped = {}
+    for name, host in USER_COUNTS.items():
+        try:
+            with open(host) as read:
+                limit = int(read.read().split()[0])
+            cap = max(1, limit // SHARE)
+            with open(f"/proc/sys/user/{name}", "w") as write:
+                write.write(str(cap))
+            capped[name] = cap
+        except (OSError, ValueError, IndexError):  # (a kernel without it)
+            continue
+    return capped
+
+
+def _share_of(name: str) -> None:
+    which = getattr(resource, name, None)
+    if which is None:
+        return
+    soft, hard = resource.getrlimit(which)
+    if soft == resource.RLIM_INFINITY:
+        return
+    cap = max(1, soft // SHARE)
+    resource.setrlimit(which, (cap, min(cap, hard) if hard != resource.RLIM_INFINITY else cap))
 
 
 def apply_rlimits(limits: dict, by_cgroup: bool, per_question: bool) -> None:
@@ -291,6 +332,8 @@ def apply_rlimits(limits: dict, by_cgroup: bool, per_question: bool) -> None:
     files = int(limits["open_files"])
     resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for name in USER_RLIMITS:  # (counted against the host user's too)
+        _share_of(name)
     if per_question:  # a long-lived agent's CPU is counted per question by the run job
         cpu = int(limits["cpu_s"]) + 1
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))

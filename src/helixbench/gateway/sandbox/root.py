@@ -22,6 +22,7 @@ mirror, the caches or other jobs' folders. Standard library only.
 from __future__ import annotations
 
 import ctypes
+import errno
 import glob
 import os
 import stat
@@ -216,16 +217,18 @@ class Root:
         size = f"size={self.sizes_mb['tmp_mb']}m"
         _mount("tmpfs", f"{dev}/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,{size}")
 
-    def copy_out(self) -> bool:
+    def copy_out(self, refused: list | None = None) -> bool:
         """The question's folder as the agent left it, back in the host's folder (its
         files and folders; links and devices left out), up to the folder's cap as the
-        host stores it (:class:`Budget`); False where the cap stopped the copy."""
+        host stores it (:class:`Budget`); False where the cap stopped the copy.
+        ``refused``: (path, why) of each entry that changed kind, vanished or appeared
+        while it was copied, left out."""
         target = self._question_fd
         for entry in os.listdir(target):
             _remove(target, entry)
         budget = Budget(self.sizes_mb["workdir_mb"] << 20)
         try:
-            copy_tree(_open_dir(self.question_dir), target, budget)
+            copy_tree(_open_dir(self.question_dir), target, budget, refused)
         except Budget.Spent:
             return False
         return True
@@ -251,33 +254,75 @@ class Budget:
         self.left -= blocks * self.BLOCK
 
 
-def copy_tree(source: int, target: int, budget: Budget | None = None) -> None:
+# The copy-out's refusals recorded one by one under the question; past these, a count.
+MAX_COPY_REFUSALS = 20
+
+
+class Changed(OSError):
+    """An entry that is not what it was when the copy listed it."""
+
+
+def copy_tree(
+    source: int,
+    target: int,
+    budget: Budget | None = None,
+    refused: list | None = None,
+    at: str = "",
+) -> None:
     """Regular files and folders of the folder ``source`` into ``target`` (both open
     folders, closed after), never following a link; ``budget``: Budget.Spent at the
-    first entry past it (what was copied stays)."""
+    first entry past it (what was copied stays). An entry that changed kind, vanished
+    or appeared meanwhile is left out, and (``refused``) its path and why kept."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
         with os.scandir(source) as entries:
             for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    if budget is not None:
-                        budget.take(0)
-                    os.mkdir(entry.name, 0o700, dir_fd=target)
-                    inner = os.open(entry.name, flags, dir_fd=source)
-                    copy_tree(inner, os.open(entry.name, flags, dir_fd=target), budget)
-                elif entry.is_file(follow_symlinks=False):
-                    _copy_file(source, target, entry.name, budget)
+                where = f"{at}/{entry.name}" if at else entry.name
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if budget is not None:
+                            budget.take(0)
+                        inner = os.open(entry.name, flags, dir_fd=source)
+                        try:
+                            os.mkdir(entry.name, 0o700, dir_fd=target)
+                            mine = os.open(entry.name, flags, dir_fd=target)
+                        except OSError:
+                            os.close(inner)
+                            raise
+                        copy_tree(inner, mine, budget, refused, where)
+                    elif entry.is_file(follow_symlinks=False):
+                        _copy_file(source, target, entry.name, budget)
+                except Budget.Spent:
+                    raise
+                except OSError as exc:  # (the walk goes on: the entry is refused, said)
+                    if refused is not None and len(refused) <= 10 * MAX_COPY_REFUSALS:
+                        refused.append((where, _why(exc)))
     finally:
         os.close(source)
         os.close(target)
 
 
+def _why(exc: OSError) -> str:
+    """Why an entry was not copied, in words (no host path: the entry's own is said)."""
+    if isinstance(exc, Changed):
+        return str(exc.strerror)
+    kinds = {
+        errno.ENOENT: "it vanished while it was copied",
+        errno.ENOTDIR: "it was a folder, then not (changed kind while it was copied)",
+        errno.ELOOP: "it became a link while it was copied (links are never followed)",
+        errno.EEXIST: "it appeared twice while it was copied",
+    }
+    return kinds.get(
+        exc.errno, f"it could not be read ({errno.errorcode.get(exc.errno, exc.errno)})"
+    )
+
+
 def _copy_file(source: int, target: int, name: str, budget: Budget | None) -> None:
-    read = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=source)
+    read = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=source)
     try:
         info = os.fstat(read)
         if not stat.S_ISREG(info.st_mode):  # swapped for something else since it was listed
-            return
+            raise Changed(errno.EINVAL, "it was a file, then not (changed kind while copied)")
         if budget is not None:
             budget.take(info.st_size)
         mode = stat.S_IMODE(info.st_mode) & 0o755
