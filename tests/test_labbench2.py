@@ -278,7 +278,7 @@ def test_frontier_equals_summarize_report_and_a_judge_gives_the_published_figure
         config = _imported_config(own)
         config["models"] = {
             "gpt-5-2": config["models"]["gpt-5-2"],
-            "judge": judged.chat_model(),
+            "judge": {**judged.chat_model(), "model": "judge"},  # (not the judged model)
             "mine": model.chat_model(),
         }
         config["scoring"] = {"judge": {"model": "judge"}}

@@ -159,6 +159,10 @@ REPORT = (
     ReportFile("bixbench_paired.csv"),
     ReportFile("bixbench_verifier.csv"),
     ReportFile("bixbench_beside.csv"),
+    # Each grading judge's calls per run and task, decided and not (report/judges.py)
+    ReportFile("judges.csv", "judges", "Scores"),
+    ReportFile("judge_calibration.csv", "judge_calibration", "Scores"),
+    ReportFile("judge_corrected.csv"),
 )
 REPORT_FILES = tuple(f.name for f in REPORT)
 

@@ -89,6 +89,9 @@ class SqliteStore:
     def _query_one(self, sql: str, params: tuple = ()):
         return self._retry(lambda: self._conn.execute(sql, params).fetchone())
 
+    def _query_all(self, sql: str, params: tuple = ()) -> list:
+        return self._retry(lambda: self._conn.execute(sql, params).fetchall())
+
     def count(self, table: str) -> int:
         if not table.isidentifier():
             raise ValueError(table)

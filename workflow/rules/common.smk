@@ -45,7 +45,7 @@ from helixbench.datasets.fetch import (
 from helixbench.models.gguf import converted_name, weights_spec
 from helixbench.config import ConfigError, build_plan
 from helixbench.config.schema import check_config, naming_the_file
-from helixbench.config.checks import run_problems
+from helixbench.config.checks import run_problems, scoring_problems
 from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.models import SERVING_ENV
@@ -95,6 +95,7 @@ if not DRY_RUN and workflow.exec_mode == ExecMode.DEFAULT:
     # failure after the environments are built.
     PENDING = [r for r in PLAN.runs if not all(map(os.path.exists, r.shard_paths()))]
     PROBLEMS = run_problems(PLAN, MIRROR, PENDING) if PENDING else []
+    PROBLEMS += scoring_problems(PLAN, probe=False)  # (a judge's key, before any job)
     if PROBLEMS:
         raise WorkflowError(
             "helixbench: the runs cannot start:\n"

@@ -178,10 +178,10 @@ def plan(args) -> None:
 
 def _check(plan, mirror) -> None:
     """``plan --check``: each problem a run would meet, then exit 1 if there is one."""
-    from ..config.checks import downloads, run_problems
+    from ..config.checks import downloads, run_problems, scoring_problems
 
     mirror = Path(mirror) if mirror else None
-    problems = run_problems(plan, mirror)
+    problems = run_problems(plan, mirror) + scoring_problems(plan)
     for where, problem in problems:
         print(f"check: {where}: {problem}")
     fetched = downloads(plan, mirror)

@@ -160,6 +160,7 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
                 )
             notes += new_notes
     scoring = resolve_scoring(config)
+    _refuse_self_judging(scoring, models, {t.model for t in tasks})
     for model in config.get("prices", {}):
         if model not in models:
             raise ConfigError(f"prices.{model}: {unknown_name('model', model, models)}")
@@ -191,6 +192,7 @@ def build_plan(config: dict, mirror: Path | None) -> Plan:
         claims,
         indexes,
         references,
+        models,
     )
 
 
@@ -314,6 +316,26 @@ def resolve_scoring(config: dict) -> dict:
             f"scoring.ragas.judge: {unknown_name('model', judge, config.get('models', {}))}"
         )
     return scoring
+
+
+def _refuse_self_judging(scoring: dict, models: dict, judged: set[str]) -> None:
+    """A judge that is a judged model (the same model as the ecosystem names it, through
+    any backend) grades its own answers: refused in one line, unless
+    ``scoring.judge.self_judging`` says it is meant (the report then marks it)."""
+    from ..models.card import model_card
+
+    settings = scoring.get("judge") or {}
+    judge = settings.get("model")
+    if not judge or judge not in models or settings.get("self_judging"):
+        return
+    judge_id = model_card(judge, models[judge])["id"]
+    for name in sorted(judged):
+        if name == judge or model_card(name, models.get(name, {}))["id"] == judge_id:
+            raise ConfigError(
+                f"scoring.judge.model: {judge!r} is the judged model {name!r} ({judge_id}): "
+                "a judge grading its own answers; use another, or set "
+                "scoring.judge.self_judging: true to mean it (its scores are then marked)"
+            )
 
 
 def expand_runs(runs: list[dict]) -> list[tuple[str, dict]]:

@@ -21,10 +21,28 @@ PROBE_TIMEOUT_S = 3.0
 def run_problems(plan: Plan, mirror: Path | None, runs=None) -> list[tuple[str, str]]:
     """(run label, problem) for everything a planned run (of ``runs``: all by default)
     needs and lacks."""
+    checked = [(run.label, run.model_spec) for run in (plan.runs if runs is None else runs)]
+    problems = _model_problems(checked, probe=True)
+    if mirror is not None:
+        for file in plan.upstream_files():
+            if not (mirror / file.relpath).is_file() and not _here(file):
+                problems.append(("all runs", f"the mirror {mirror} lacks {file.relpath}"))
+    return problems
+
+
+def scoring_problems(plan: Plan, probe: bool = True) -> list[tuple[str, str]]:
+    """(``scoring.<role> (<model>)``, problem) for each model the scorers call (a judge,
+    the extractor) that lacks its key, or (``probe``) whose server does not answer: its
+    scores cannot be made. Without ``probe`` (the workflow's start, where every call a
+    rescore makes may be in the response cache) only the keys are checked."""
+    named = [(f"scoring.{role} ({name})", spec) for role, name, spec in plan.scoring_models()]
+    return _model_problems(named, probe)
+
+
+def _model_problems(checked: list[tuple[str, dict]], probe: bool) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     probed: dict[str, str | None] = {}  # a server probed once, however many runs use it
-    for run in plan.runs if runs is None else runs:
-        spec = run.model_spec
+    for label, spec in checked:
         if spec.get("backend") != "openai":
             continue
         base_url = (spec.get("base_url") or DEFAULT_BASE_URL).rstrip("/")
@@ -33,16 +51,16 @@ def run_problems(plan: Plan, mirror: Path | None, runs=None) -> list[tuple[str, 
         # config names the variable.
         needs_key = base_url == DEFAULT_BASE_URL or "api_key_env" in spec
         if key_env and needs_key and not os.environ.get(key_env):
-            problems.append((run.label, f"{key_env} is not set (model {run.model}: {base_url})"))
+            problems.append(
+                (label, f"{key_env} is not set (model {spec.get('model')}: {base_url})")
+            )
+            continue
+        if not probe:
             continue
         if base_url not in probed:
             probed[base_url] = _probe(base_url, os.environ.get(key_env) if key_env else None)
         if probed[base_url]:
-            problems.append((run.label, probed[base_url]))
-    if mirror is not None:
-        for file in plan.upstream_files():
-            if not (mirror / file.relpath).is_file() and not _here(file):
-                problems.append(("all runs", f"the mirror {mirror} lacks {file.relpath}"))
+            problems.append((label, probed[base_url]))
     return problems
 
 

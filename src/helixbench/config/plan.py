@@ -301,6 +301,15 @@ class Plan:
     claims: dict = field(default_factory=dict)  # imported model -> {benchmark: claim file}
     indexes: dict = field(default_factory=dict)  # corpus index key -> its settings (brad)
     references: dict = field(default_factory=dict)  # imported model -> {task: its ranks file}
+    models: dict = field(default_factory=dict)  # the config's models (the scorers' judges too)
+
+    def scoring_models(self) -> list[tuple[str, str, dict]]:
+        """(role, model name, its config entry) of each model the scorers call: the
+        judge, the extractor, RAGAs' judge (their scores need them too)."""
+        scoring, models = self.scoring or {}, self.models or {}
+        named = [(role, (scoring.get(role) or {}).get("model")) for role in ("judge", "extractor")]
+        named.append(("ragas.judge", (scoring.get("ragas") or {}).get("judge")))
+        return [(role, name, models[name]) for role, name in named if name and name in models]
 
     def __post_init__(self):
         grouped: dict[tuple[str, str], list[RunTask]] = {}

@@ -12,13 +12,16 @@ no model calls; a hit keeps the tokens and the latency of the call that made it.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import replace
 
 from .. import secrets
 from ..digests import sha256_json
 from ..store import KeyedLocks, SqliteStore, utc_now
-from . import Completion, CompletionRequest, ContextLengthError, Model
+from . import Completion, CompletionRequest, ContextLengthError, Model, ModelError
+
+log = logging.getLogger("helixbench.models")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -43,6 +46,20 @@ CREATE TABLE IF NOT EXISTS identity_names (
 
 class ModelCache(SqliteStore):
     schema = SCHEMA
+
+    def known_identity(self, configured: dict) -> dict | None:
+        """The identity this cache last stored a completion under whose configured part
+        (backend, API, model, base URL, revision) is ``configured``: what a server that
+        cannot be reached served when it last answered."""
+        rows = self._query_all(
+            "SELECT i.identity, MAX(c.created_at) FROM identities i JOIN completions c"
+            " ON c.identity = i.digest GROUP BY i.digest ORDER BY MAX(c.created_at) DESC"
+        )
+        for text, _ in rows:
+            known = json.loads(text)
+            if _covers(known, configured) and "served" in known:
+                return known
+        return None
 
     def get(self, key: str) -> tuple | None:
         return self._query_one(
@@ -94,6 +111,10 @@ def request_key(identity: dict, request: CompletionRequest) -> str:
     return sha256_json(key)
 
 
+def _covers(known: dict, given: dict) -> bool:
+    return all(known.get(k) == v for k, v in given.items())
+
+
 class CachedModel:
     """A backend behind the response cache. Context-length refusals are cached too;
     failures (:class:`ModelError`) are not, so a rerun tries them again."""
@@ -103,13 +124,35 @@ class CachedModel:
         self.cache = cache
         self.name = name  # the config's name for the model, kept with its identity
         self._asking = KeyedLocks()  # one prompt asked once, however many threads ask it
+        self._identity: dict | None = None  # (asked of the model once a process)
 
     @property
     def max_in_flight(self) -> int:
         return getattr(self.model, "max_in_flight", 1)
 
     def identity(self) -> dict:
-        return self.model.identity()
+        """The model's identity; where its server cannot be reached to say what it serves,
+        the one this cache last answered for under the same configuration (so cached
+        calls replay offline; a call the cache lacks still needs the server)."""
+        if self._identity is not None:
+            return self._identity
+        try:
+            self._identity = self.model.identity()
+        except ModelError as exc:
+            configured = getattr(self.model, "configured_identity", None)
+            known = (
+                self.cache.known_identity(configured()) if exc.transient and configured else None
+            )
+            if known is None:
+                raise
+            log.warning(
+                "%s cannot be reached (%s): replaying from the response cache under the "
+                "identity it last recorded",
+                known.get("base_url", "the server"),
+                exc,
+            )
+            self._identity = known
+        return self._identity
 
     @property
     def supports_tools(self) -> bool:

@@ -190,7 +190,8 @@ class OpenAIModel(Backend):
             return slots
         return DEFAULT_CONCURRENCY
 
-    def identity(self) -> dict:
+    def configured_identity(self) -> dict:
+        """What the config says of the model: its identity but what the server serves."""
         identity = {
             "backend": "openai",
             "api": self.api,
@@ -199,6 +200,10 @@ class OpenAIModel(Backend):
         }
         if self.revision:
             identity["revision"] = self.revision
+        return identity
+
+    def identity(self) -> dict:
+        identity = self.configured_identity()
         if self.check_served:
             identity["served"] = self.served()
         return identity

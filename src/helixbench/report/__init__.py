@@ -51,6 +51,13 @@ from .joined import (
     read_run_scores,
     read_summaries,
 )
+from .judges import (
+    CALIBRATION_TEXT,
+    JUDGES_TEXT,
+    calibration_table,
+    corrected_table,
+    judge_table,
+)
 from .layouts import ablation_table, genehop_table, table2
 from .leaderboard import all_boards, board_page, encoders_of, geneset_leaderboard, leaderboard
 from .markdown import _markdown
@@ -160,6 +167,9 @@ def write_report(
         "bixbench_paired": paired_table(plan, scores),
         "bixbench_verifier": verifier_table(summaries),
         "bixbench_beside": beside_table(plan, scores),
+        "judges": judge_table(plan, summaries),
+        "judge_calibration": (calibration := calibration_table(scores)),
+        "judge_corrected": corrected_table(plan, scores, calibration),
     }
     for name, table in csv_tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
@@ -239,6 +249,9 @@ def write_report(
         "bank_board": bank_board_shown(bank_board) if covered else pd.DataFrame(),
         "frontier": {name: csv_tables[name] for name in FRONTIER_TABLES},
         "bixbench": {name: csv_tables[name] for name in BIXBENCH_TABLES},
+        "judges": csv_tables["judges"],
+        "judge_calibration": csv_tables["judge_calibration"],
+        "judge_corrected": csv_tables["judge_corrected"],
     }
     notes = plan.notes + [w for s in summaries.values() for w in s["warnings"]]
     (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
@@ -264,6 +277,8 @@ def write_report(
         "headline_more": len(headline) - len(headline_rows),
         "headline_method": HEADLINE_METHOD,
         "bank_board_text": inline_code(BANK_BOARD_TEXT),
+        "judges_text": inline_code(JUDGES_TEXT),
+        "calibration_text": inline_code(CALIBRATION_TEXT),
         "bank_names": bank_names(covered),
         "leaderboard": board_rows,
         "leaderboard_axes": board_axes,
@@ -313,6 +328,11 @@ def write_report(
             "table4": html_table(pd.DataFrame(table4["rows"])) if table4 else None,
             "cost": html_table(costs, "cost.csv"),
             "errors": html_table(errors, "errors.csv") if not errors.empty else None,
+            "judges": html_table(csv_tables["judges"], "judges.csv"),
+            "judge_calibration": html_table(
+                csv_tables["judge_calibration"], "judge_calibration.csv"
+            ),
+            "judge_corrected": html_table(csv_tables["judge_corrected"], "judge_corrected.csv"),
         },
         "frontier": {
             name: html_table(frontier_shown(name, csv_tables[name]), f"{name}.csv")

@@ -10,6 +10,7 @@ from .frontier import frontier_markdown
 from .geneagent_paper import paper_layout
 from .genesets import _genesets_markdown
 from .headline import HEADLINE_METHOD, headline_sentence
+from .judges import CALIBRATION_TEXT, JUDGES_TEXT, UNCALIBRATED
 from .leaderboard import encoders_of
 from .provenance import built_from
 from .text import fmt, fmt_bracket, md_escape, md_table
@@ -300,6 +301,20 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
         (None, _bank_text(tables["bank"]) or None),
         ("LABBench2: the frontier", frontier_markdown(tables["frontier"])),
         ("BixBench: zero-shot", bixbench_markdown(tables["bixbench"])),
+        (
+            "Judges",
+            None
+            if tables["judges"].empty
+            else JUDGES_TEXT
+            + ".\n\n"
+            + md_table(tables["judges"], csv="judges.csv")
+            + "\n\n### Calibrated against the benchmark's own verdicts\n"
+            + CALIBRATION_TEXT
+            + ".\n\n"
+            + md_table(tables["judge_calibration"], csv="judge_calibration.csv", empty=UNCALIBRATED)
+            + "\n\n"
+            + md_table(tables["judge_corrected"], csv="judge_corrected.csv", empty=""),
+        ),
         (
             "Error types (Table 4)",
             None

@@ -71,6 +71,10 @@ def provenance(
         if facts[task]["questions"]:
             snapshots[f"{task.label} / {task.task}"] = facts[task]["snapshot_id"]
             models.setdefault(task.model, []).append(facts[task]["model_identity"])
+    scoring = plan.scoring_models()  # (a judge's scores are its model's too)
+    for role, name, spec in scoring:
+        said = {k: spec[k] for k in ("backend", "api", "model", "base_url", "package") if k in spec}
+        models.setdefault(name, []).append({"role": f"scoring.{role}", **said})
     return {
         "helixbench": {"version": __version__, "commit": _git_commit()},
         "config_sha256": config_digest,
@@ -86,8 +90,13 @@ def provenance(
         },
         # Each model as the ecosystem names it (models/card.py): the exports use these.
         "model_cards": {
-            run.model: model_card(run.model, run.model_spec, (models.get(run.model) or [None])[0])
-            for run in plan.runs
+            **{name: model_card(name, spec) for _, name, spec in scoring},
+            **{
+                run.model: model_card(
+                    run.model, run.model_spec, (models.get(run.model) or [None])[0]
+                )
+                for run in plan.runs
+            },
         },
         "python": platform.python_version(),
         "packages": {p: version(p) for p in PACKAGES},

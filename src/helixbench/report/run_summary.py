@@ -31,6 +31,7 @@ from ..config.plan import Plan, RunTask, run_label
 from ..datasets.jsonfiles import read_jsonl
 from ..datasets.questions import read_questions
 from ..run.health import run_warnings
+from ..scoring.verdicts import UNDECIDED
 from ..transcripts import read_records
 from .bank_board import answer_shares
 from .bixbench import verifier_rows
@@ -175,6 +176,52 @@ def unscored_warnings(spec: dict, board: pd.DataFrame) -> list[dict]:
     return notes
 
 
+UNDECIDED_KINDS = UNDECIDED  # (a refused call is read as no verdict: "unparseable")
+# Past this share of a task's judge calls undecided (unsure, negated, contradicted, no
+# verdict, a refused call), the report's notes and the console say so.
+UNDECIDED_SHARE = 0.1
+
+
+def judge_counts(plan: Plan, calls: list[dict], questions: dict) -> list[dict]:
+    """Per benchmark, task and grading scorer: the judge's calls by verdict, and whether
+    the answer was fenced (the judges of a benchmark's own prompts: LABBench2's,
+    BixBench's)."""
+    counts: dict[tuple, dict] = {}
+    for call in calls:
+        question = questions.get(call.get("question_id"))
+        if question is None or "verdict" not in call:
+            continue
+        key = (question.benchmark, question.task, call.get("scorer", "judge"))
+        row = counts.setdefault(key, {"calls": 0, "fenced": call.get("fenced")})
+        row["calls"] += 1
+        row[call["verdict"]] = row.get(call["verdict"], 0) + 1
+    return [{"benchmark": b, "task": t, "scorer": s, **row} for (b, t, s), row in counts.items()]
+
+
+def judge_warnings(spec: dict, counts: list[dict]) -> list[dict]:
+    """A note per task whose judge left past :data:`UNDECIDED_SHARE` of its calls
+    undecided."""
+    notes = []
+    for row in counts:
+        undecided = {k: v for k, v in row.items() if k in UNDECIDED_KINDS and v}
+        total = sum(undecided.values())
+        if row["calls"] and total / row["calls"] > UNDECIDED_SHARE:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(undecided.items()))
+            notes.append(
+                {
+                    "level": "warning",
+                    "model": spec["model"],
+                    "method": spec["method"],
+                    "benchmark": row["benchmark"],
+                    "kind": "judge",
+                    "message": f"{row['task']}: the judge ({row['scorer']}) decided no verdict "
+                    f"on {total} of its {row['calls']} calls ({kinds}): those answers have no "
+                    "score",
+                }
+            )
+    return notes
+
+
 def _asked(plan: Plan, records: dict[RunTask, list[dict]]) -> dict[str, dict]:
     """benchmark -> what the run asked of it and the shares it left without an answer."""
     by_benchmark: dict[str, list[dict]] = {}
@@ -252,8 +299,10 @@ def summarize_run(
         "tool_keys": used_keys(records),
         "code_keys": used_executions(records),
     }
+    calls = read_jsonl(Path(judge_calls)) if judge_calls and Path(judge_calls).is_file() else []
+    summary["judge"] = judge_counts(plan, calls, questions)
+    summary["warnings"] += judge_warnings(spec, summary["judge"])
     if any(t.benchmark == "labbench2" for t in plan.tasks):  # (the frontier section's)
-        calls = read_jsonl(Path(judge_calls)) if judge_calls and Path(judge_calls).is_file() else []
         lines = read_jsonl(Path(score_path))
         summary["labbench2"] = labbench2_facts(plan, records, lines, calls)
     if any(t.benchmark == "bixbench-open" for t in plan.tasks):  # (the BixBench section's)

@@ -105,10 +105,12 @@ def md_table(frame: pd.DataFrame, empty: str = "none", csv: str | None = None) -
 
 
 def _md_cell(value):
+    """A cell's text as Markdown shows it literally (one already escaped by
+    :func:`md_escape` unchanged)."""
     if not isinstance(value, str):
         return value
-    text = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("|", "\\|").replace("\n", " ")
+    text = re.sub(r"&(?!#?\w+;)", "&amp;", value).replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"(?<!\\)\|", r"\\|", text).replace("\n", " ")
 
 
 def bounded(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:

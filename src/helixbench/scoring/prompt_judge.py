@@ -5,7 +5,9 @@ Each call is the model's (its response cache keeps it, so a rerun replays it) an
 recorded under its question (:attr:`PromptJudge.calls`: the prompt's name, the
 verdict, the reason and the model event), which the score job writes to
 ``results/judge-calls/``. A judge that cannot decide (its own ``unsure``, a reply with
-no verdict, a failed call) gives no score: counted apart, never as wrong.
+no verdict, negated or contradicted: :mod:`.verdicts`; a call it refused) gives no
+score: counted apart, never as wrong. A judge that cannot be reached fails the score
+job (its cached calls are kept: the next run replays them), never a silent gap.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 import time
 from pathlib import Path
 
-from ..models import CompletionRequest, backend, create_model
+from ..models import CompletionRequest, ModelError, backend, create_model
 from .fence import fence
 
 log = logging.getLogger("helixbench.judge")
@@ -92,7 +94,12 @@ class PromptJudge:
         completion = error = None
         try:
             completion = self.model.complete(request)
-        except Exception as exc:  # recorded: a judge that fails decides nothing
+        except ModelError as exc:
+            if exc.transient:  # (its server's state: the job fails, its cached calls kept)
+                raise ModelError(f"the judge {self.name!r} cannot be reached: {exc}") from None
+            error = exc  # recorded: a judge that refuses the call decides nothing
+            log.warning("%s call for %s failed: %s", self.scorer, question.id, exc)
+        except Exception as exc:  # (recorded likewise: counted apart, never as wrong)
             error = exc
             log.warning("%s call for %s failed: %s", self.scorer, question.id, exc)
         calls = completion.tool_calls if completion is not None else None
