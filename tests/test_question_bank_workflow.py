@@ -144,7 +144,7 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
     # LAB-Bench with and without tools: its leaderboard with intervals, who wins (tools
     # against its no-tools baseline) and the protocols side by side with their test.
     seqqa = board["oracle / lab-bench-ncbi", "labbench-seqqa"]
-    assert int(seqqa["answers"]) >= 10 and seqqa["ci_low"] and seqqa["ci_high"]
+    assert int(seqqa["scored"]) >= 10 and seqqa["ci_low"] and seqqa["ci_high"]
     (tools,) = [r for r in read_csv(report / "headline.csv") if r["benchmark"] == "labbench-seqqa"]
     assert {tools["run_a"], tools["run_b"]} == {"oracle / lab-bench-ncbi", "oracle / lab-bench"}
     assert int(tools["n"]) >= 10 and -1 <= float(tools["ci_low"]) <= float(tools["ci_high"]) <= 1

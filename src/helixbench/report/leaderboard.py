@@ -122,7 +122,11 @@ def all_boards(plan: Plan, board: pd.DataFrame, bank_board: pd.DataFrame) -> pd.
     parts = [t.reindex(columns=ALL_BOARDS_COLUMNS) for t in (qa, bank) if len(t)]
     if not parts:
         return pd.DataFrame(columns=ALL_BOARDS_COLUMNS)
-    return pd.concat(parts, ignore_index=True)
+    table = pd.concat(parts, ignore_index=True)
+    counts = ("rank", "asked", "scored", "compared", "tasks", "benchmark_tasks", "answers")
+    for column in (*counts, "badly_formatted"):  # (whole numbers, a blank where none)
+        table[column] = pd.to_numeric(table[column]).round().astype("Int64")
+    return table
 
 
 # The sweep's axes a reader filters the page's leaderboard by.
