@@ -209,3 +209,13 @@ def test_imported_bare_runs_are_the_baselines_of_their_tools_twins(mirror):
     assert ("vs its bare baseline", "claude-opus-4-5 / tools", "claude-opus-4-5 / bare") in pairs
     assert ("vs the best published run", "mine / no-tools", "gpt-5-2 / tools") in pairs
     assert pairs[0] == ("best vs next", "gpt-5-2 / tools", "claude-opus-4-5 / tools")
+
+
+def test_no_field_of_a_file_reaches_report_md_as_markup():
+    """An imported file's fields (a LABBench2 report's `model`) are text in report.md:
+    their HTML shown, never passed through; a | does not end the cell."""
+    from helixbench.report.text import md_escape, md_table
+
+    shown = md_table(pd.DataFrame({"system": ['<img src=x onerror="alert(1)">|x', "a & b"]}))
+    assert "<img" not in shown and "&lt;img" in shown and "\\|x" in shown and "a &amp; b" in shown
+    assert md_table(pd.DataFrame({"m": [md_escape("<b>bold</b>")]})).count("&amp;") == 0

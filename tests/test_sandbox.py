@@ -622,8 +622,11 @@ def test_nothing_an_agent_leaves_outlives_its_question(tmp_path, monkeypatch):
     # 2. the host's inotify_init1 never failed while the agent held its instances.
     limit = int(Path("/proc/sys/fs/inotify/max_user_instances").read_text())
     assert 0 < found["inotify"]["instances"] <= limit // 4 and denied == []
-    # 3. the race: the folder copied out as it was, no agent_error, no host path.
-    assert (python.events[-1].data.get("workdir") or True) and python.error is None
+    # 3. the race: the folder copied out once nothing runs, the link left out and
+    # recorded under the question, no agent_error, no host path.
+    copied = [t for t in tools if t["route"] == "copy"]
+    assert any(t["url"].startswith("copy:pair/") for t in copied), tools
+    assert all("left out" in t["error"] or "copied" in t["error"] for t in copied), copied
     records = json.dumps([e.data for r, _ in results.values() for e in r.events])
     for command in agents.values():  # (its own command, as configured, is recorded)
         records = records.replace(json.dumps(command[-1])[1:-1], "")
@@ -672,3 +675,8 @@ def test_the_copy_out_refuses_what_changes_kind_or_vanishes_and_goes_on(tmp_path
         "folder": "it was a folder, then not (changed kind while it was copied)",
         "gone.txt": "it vanished while it was copied",
     }
+    refused = []  # (listed at rest: the link is no surprise, and still said)
+    target2 = tmp_path / "again"
+    target2.mkdir()
+    root.copy_tree(os.open(source, flags), os.open(target2, flags), root.Budget(1 << 20), refused)
+    assert refused == [("folder", "a link (never followed): left out")]

@@ -272,7 +272,8 @@ def copy_tree(
     """Regular files and folders of the folder ``source`` into ``target`` (both open
     folders, closed after), never following a link; ``budget``: Budget.Spent at the
     first entry past it (what was copied stays). An entry that changed kind, vanished
-    or appeared meanwhile is left out, and (``refused``) its path and why kept."""
+    or appeared meanwhile, and one that is neither file nor folder (a link, a pipe), is
+    left out, and (``refused``) its path and why kept."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
         with os.scandir(source) as entries:
@@ -292,6 +293,9 @@ def copy_tree(
                         copy_tree(inner, mine, budget, refused, where)
                     elif entry.is_file(follow_symlinks=False):
                         _copy_file(source, target, entry.name, budget)
+                    elif refused is not None and len(refused) <= 10 * MAX_COPY_REFUSALS:
+                        kind = "a link (never followed)" if entry.is_symlink() else "no file"
+                        refused.append((where, f"{kind}: left out"))
                 except Budget.Spent:
                     raise
                 except OSError as exc:  # (the walk goes on: the entry is refused, said)
