@@ -78,7 +78,11 @@ def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
     )
     ax.scatter(data.genegpt, y, marker="|", s=150, color="#dd8452", label="upstream", zorder=3)
     for row, at in zip(data.itertuples(), y, strict=True):
-        covers = f", {row.tasks} of {row.benchmark_tasks} tasks" if row.partial else ""
+        covers = (
+            f", {row.tasks} of {row.benchmark_tasks} tasks, {row.answers} answers"
+            if row.partial
+            else ""
+        )
         unsure = f"; {NO_INTERVAL}" if pd.isna(row.ci_low) else ""
         rank = "apart:" if pd.isna(row.rank) else f"#{row.rank}"
         label = f"{rank} {row.run} ({row.benchmark}{covers}{unsure})"

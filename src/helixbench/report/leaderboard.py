@@ -83,7 +83,7 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
     table = table.sort_values(
         ["benchmark", "extracted", "genegpt"], ascending=[False, False, False], na_position="last"
     )
-    return ranked(table, "benchmark", score="extracted")
+    return ranked(table, "benchmark", score="extracted", size="answers")
 
 
 # leaderboard.csv: every benchmark's ranking in one table, the question bank's too,
@@ -164,17 +164,22 @@ def macro_rows(summary: pd.DataFrame) -> dict[tuple[str, str, str], pd.DataFrame
     return {key: rows for key, rows in macros.groupby(["model", "method", "benchmark"], sort=False)}
 
 
-def ranked(table: pd.DataFrame, by: str | None = None, score: str | None = None) -> pd.DataFrame:
+def ranked(
+    table: pd.DataFrame, by: str | None = None, score: str | None = None, size: str | None = None
+) -> pd.DataFrame:
     """``table`` (best first within each ``by`` group) with its rank in the group, and
-    which rows cover fewer tasks than the best-covered row of their group (``partial``:
-    their macro averages fewer tasks, so it is no like-for-like rank: they are listed
-    after the runs that cover every task, unranked). With ``score``, runs with equal
-    scores share a rank."""
+    which rows cover fewer tasks (or, with ``size``, fewer questions) than the
+    best-covered row of their group (``partial``: a sample, or a macro of fewer tasks,
+    is no like-for-like rank: they are listed after the runs that cover the whole set,
+    unranked). With ``score``, runs with equal scores share a rank."""
     if not len(table):
         return table.assign(benchmark_tasks=table.tasks, partial=table.tasks < 0)
     groups = table.groupby(by, sort=False) if by else table.groupby(lambda _: 0)
     covered = groups.tasks.transform("max")
-    table = table.assign(benchmark_tasks=covered, partial=table.tasks < covered)
+    partial = table.tasks < covered
+    if size:
+        partial |= table[size] < groups[size].transform("max")
+    table = table.assign(benchmark_tasks=covered, partial=partial)
     keys = [by] if by else []
     order = {key: i for i, key in enumerate(dict.fromkeys(table[by]))} if by else {}
     table = table.assign(_group=table[by].map(order) if by else 0)

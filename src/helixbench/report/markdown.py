@@ -181,8 +181,9 @@ def _leaderboard_text(board: pd.DataFrame) -> str:
     )[["rank", "run", "benchmark", "imported", "extracted", "interval", "genegpt", "strict",
        "badly_formatted", "answers", "tasks"]]  # fmt: skip
     note = (
-        "\n\n‡ covers fewer of the benchmark's tasks than the best-covered run: its macro "
-        "averages those tasks only, so it is listed after the ranked runs, unranked."
+        "\n\n‡ covers fewer of the benchmark's questions or tasks than the best-covered "
+        "run (a sample, or a macro of fewer tasks), so it is listed after the ranked runs, "
+        "unranked."
         if board.partial.any()
         else ""
     )

@@ -182,7 +182,10 @@ def bank_leaderboard(
                 "macro": macro.mean,
                 "ci_low": macro.low,
                 "ci_high": macro.high,
-                "asked": asked.get(benchmark, {}).get("asked", len(sel)),
+                # (a question asked once for two benchmarks is asked for both)
+                "asked": max(
+                    asked.get(benchmark, {}).get("asked", 0), of_run.question_id.nunique()
+                ),
                 "scored": len(sel),
                 "tasks": sel.task.nunique(),
                 "empty": asked.get(benchmark, {}).get("empty"),

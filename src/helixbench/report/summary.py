@@ -48,7 +48,10 @@ def console_summary(report_dir: Path) -> str:
         lines.append(f"Leaderboard, {benchmark} (macro, extracted answers; 95% interval):")
         for r in [r for r in board if r["benchmark"] == benchmark][:TOP]:
             partial = (
-                f", {r['tasks']} of {r['benchmark_tasks']} tasks" if r["partial"] == "True" else ""
+                f", {r['scored']} of {r['compared']} questions, {r['tasks']} of "
+                f"{r['benchmark_tasks']} tasks"
+                if r["partial"] == "True"
+                else ""
             )
             rank = f"{r['rank']}." if r["rank"] else "apart:"
             lines.append(
