@@ -579,7 +579,7 @@ def test_nothing_an_agent_leaves_outlives_its_question(tmp_path, monkeypatch):
         "shell": ["sh", str(AGENTS / "leftovers.sh")],
         "polite": ["sh", str(AGENTS / "polite.sh")],
     }
-    env = {"HOST_SHM_ID": str(host_segment), "HOLD_S": "5", "CALLS": "3"}
+    env = {"HOST_SHM_ID": str(host_segment), "HOLD_S": "3", "CALLS": "3"}
     results, denied = {}, []
     try:
         with _gateways(tmp_path, monkeypatch) as (gateways, model, canary):

@@ -27,7 +27,8 @@ from .labbench2_facts import BENCHMARK, OURS
 from .scores import ROUND
 
 FRONTIER_COLUMNS = [
-    "run", "model", "method", "system", "tools", "task", "verdict", "asked", "questions", "fewer",
+    "run", "model", "method", "system", "tools", "task", "verdict", "asked", "empty", "questions",
+    "fewer",
     "completed", "failed", "correct", "accuracy", "ci_low", "ci_high", "attempted",
     "judge_accuracy", "judge_undecided", "tokens", "tokens_per_question",
     "tokens_per_correct", "cost_usd", "cost_per_correct",
@@ -87,6 +88,7 @@ def frontier_table(plan: Plan, scores: pd.DataFrame, summaries: dict, prices: di
             continue
         facts = summaries[run.label].get("labbench2") or {}
         asked = {f["task"]: f["questions"] for f in summaries[run.label]["tasks"]}
+        empty = {f["task"]: f.get("empty") for f in summaries[run.label]["tasks"]}
         chosen = _of(scores, run, verdict_metric(run))
         judged = _of(scores, run, "lb2_judge")
         for task in tasks:
@@ -108,6 +110,7 @@ def frontier_table(plan: Plan, scores: pd.DataFrame, summaries: dict, prices: di
                     "task": task,
                     "verdict": verdict_metric(run),
                     "asked": asked.get(task),
+                    "empty": empty.get(task),  # (answers empty or missing: a degenerate task)
                     **figures,
                     "judge_accuracy": _figures(judge)["accuracy"] if not judge.empty else None,
                     "judge_undecided": sum(
@@ -344,6 +347,10 @@ def frontier_shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
                 "attempted": table.attempted,
                 "with_verdict": table.questions,
                 "asked": table.asked,
+                "empty": [
+                    f"{int(e)} ({fmt(100 * e / a)}%)" if a and e else ""
+                    for e, a in zip(table["empty"].fillna(0), table.asked.fillna(0), strict=True)
+                ],
                 "failed": table.failed,
                 "tools": ["yes" if t else "no" for t in table.tools],
                 "system": table.system,
@@ -385,7 +392,8 @@ correct / completed, per task (a tag in a mode: `file`, `inject` or `retrieve`, 
 attached files reached the model). A system is counted by LABBench2's published
 verdicts; a run of this config by its primary `labbench2` verdict over the questions
 it asked that any model can ask and a verdict exists for (`with_verdict`; ‡: fewer
-than the task has: a question of free text has a verdict only by a judge). `judge`:
+than the task has: a question of free text has a verdict only by a judge); `empty`:
+the answers that were empty or missing, with their share of those asked. `judge`:
 the same questions graded by the judge with LABBench2's own prompts, where
 `scoring.judge` names one (its undecided verdicts counted apart). Tokens as the
 reports state them (every file, retries too); cost where `prices` gives one."""

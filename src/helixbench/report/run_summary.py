@@ -121,6 +121,7 @@ def task_facts(of_task: list[dict]) -> dict:
     first = of_task[0] if of_task else {}
     return {
         "questions": len(of_task),
+        "empty": sum(not str(r.get("answer") or "").strip() for r in of_task),
         "errors": errors,
         "tool_calls": len(tools),
         "tool_errors": sum(d.get("error") is not None for d in tools),

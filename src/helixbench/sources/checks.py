@@ -16,8 +16,6 @@ import io
 import json
 from pathlib import Path
 
-import jsonschema
-
 from ..errors import DataError
 
 MAX_FILE_BYTES = 512 << 20  # an imported file larger than this is refused unread
@@ -95,12 +93,14 @@ def bounded_json(path: Path, data: bytes | None = None):
     return value
 
 
-def _where(error: jsonschema.ValidationError) -> str:
+def _where(error) -> str:
     return "/".join(str(p) for p in error.absolute_path) or "the top level"
 
 
 def labbench2_report(path: Path, data: bytes | None = None) -> dict:
     """A LABBench2 report, read and checked against its shape (:data:`LABBENCH2_REPORT`)."""
+    import jsonschema  # (here: a job that reads no LABBench2 report never loads it)
+
     value = bounded_json(path, data)
     error = jsonschema.exceptions.best_match(
         jsonschema.Draft202012Validator(LABBENCH2_REPORT).iter_errors(value)
