@@ -12,6 +12,8 @@ from ..config.plan import Plan
 from ..models.card import model_card
 from ..scoring.verdicts import UNDECIDED
 from ..stats import proportion_interval
+from .frontier import POOLED_SYSTEMS as POOLED
+from .frontier import _agreement, _rounded
 
 JUDGE_COLUMNS = [
     "run", "benchmark", "task", "scorer", "judge", "calls", "correct", "incorrect",
@@ -48,7 +50,7 @@ def judge_table(plan: Plan, summaries: dict) -> pd.DataFrame:
 # A benchmark's published verdict and the judge's of the same answers: its calibration.
 CALIBRATED = {"lb2_judge": "lb2_published", "bix_judge": "bix_published"}
 CALIBRATION_COLUMNS = [
-    "scorer", "benchmark", "tag", "system", "pairs", "agreement", "kappa", "sensitivity",
+    "scorer", "benchmark", "tag", "system", "pairs", "right", "agreement", "kappa", "sensitivity",
     "sensitivity_low", "sensitivity_high", "specificity", "specificity_low",
     "specificity_high",
 ]  # fmt: skip
@@ -89,10 +91,9 @@ def calibration_table(scores: pd.DataFrame) -> pd.DataFrame:
                         {"scorer": judged, "benchmark": benchmark, "tag": tag, "system": system,
                          **_rates(part.published.to_numpy(), part.judged.to_numpy())}
                     )  # fmt: skip
-    return _round(pd.DataFrame(rows, columns=CALIBRATION_COLUMNS))
+    return _rounded(pd.DataFrame(rows, columns=CALIBRATION_COLUMNS))
 
 
-POOLED = "all systems (pooled)"
 UNCALIBRATED = (
     "Uncalibrated: the judge graded no published answer here (run the benchmark's "
     "published systems beside yours, `kind: imported`, to measure it); its scores are raw."
@@ -114,16 +115,16 @@ def _pairs(scores: pd.DataFrame, judged: str, published: str) -> pd.DataFrame:
 
 
 def _rates(published: np.ndarray, judged: np.ndarray) -> dict:
-    right, said = published == 1.0, judged == 1.0
-    n, positives, negatives = len(right), int(right.sum()), int((~right).sum())
-    agreement = float((right == said).mean()) if n else None
-    p, q = right.mean() if n else 0, said.mean() if n else 0
-    chance = p * q + (1 - p) * (1 - q)
-    kappa = (agreement - chance) / (1 - chance) if n and chance < 1 else None
-    found = {"pairs": n, "agreement": agreement, "kappa": kappa}
+    """The agreement table's share and kappa (:func:`.frontier._agreement`), the
+    published right ones (``right``), and the judge's sensitivity (of those, the ones it
+    calls right) and specificity (of the wrong ones, the ones it calls wrong)."""
+    counts = _agreement(pd.Series(published), pd.Series(judged))
+    right = counts["both_right"] + counts["published_only"]
+    wrong = counts["both_wrong"] + counts["ours_only"]
+    found = {k: counts[k] for k in ("pairs", "agreement", "kappa")} | {"right": right}
     for name, hits, total in (
-        ("sensitivity", int((right & said).sum()), positives),
-        ("specificity", int((~right & ~said).sum()), negatives),
+        ("sensitivity", counts["both_right"], right),
+        ("specificity", counts["both_wrong"], wrong),
     ):
         interval = proportion_interval(hits, total) if total else None
         found[name] = interval.mean if interval else None
@@ -148,21 +149,14 @@ def corrected_table(plan: Plan, scores: pd.DataFrame, calibration: pd.DataFrame)
             row = {"run": run, "benchmark": benchmark, "scorer": judged, "judged": len(group)}
             row |= {"raw": raw, "calibrated_on": 0}
             if not pooled.empty:
-                cal = pooled.iloc[0]
-                positives = round(cal.pairs * _share_right(scores, judged, benchmark))
-                row |= _corrected(raw, len(group), cal, positives)
+                row |= _corrected(raw, len(group), pooled.iloc[0])
             rows.append(row)
-    return _round(pd.DataFrame(rows, columns=CORRECTED_COLUMNS))
+    return _rounded(pd.DataFrame(rows, columns=CORRECTED_COLUMNS))
 
 
-def _share_right(scores: pd.DataFrame, judged: str, benchmark: str) -> float:
-    pairs = _pairs(scores, judged, CALIBRATED[judged])
-    of = pairs[pairs.benchmark == benchmark]
-    return float((of.published == 1.0).mean()) if len(of) else 0.0
-
-
-def _corrected(raw: float, n: int, cal, positives: int, draws: int = 10_000) -> dict:
+def _corrected(raw: float, n: int, cal, draws: int = 10_000) -> dict:
     """Rogan-Gladen's correction and its interval (module constant's text)."""
+    positives = int(cal.right)
     negatives = int(cal.pairs) - positives
     se, sp = float(cal.sensitivity), float(cal.specificity)
     point = _rogan_gladen(raw, se, sp)
@@ -187,8 +181,3 @@ def _rogan_gladen(raw, se, sp):
     value = np.where(informative > 1e-9, (raw + sp - 1.0) / np.maximum(informative, 1e-9), np.nan)
     clipped = np.clip(value, 0.0, 1.0)
     return float(clipped) if np.ndim(clipped) == 0 else clipped
-
-
-def _round(table: pd.DataFrame) -> pd.DataFrame:
-    floats = table.select_dtypes("float").columns
-    return table.assign(**{c: table[c].round(7) for c in floats})

@@ -24,7 +24,7 @@ from ..datasets.overlap import collapse
 from ..datasets.questions import Question
 from ..scoring.lists import gold_items, separator_of
 from ..stats import macro_interval, mean_interval
-from .bank_board import BANK_LEADERBOARD_COLUMNS, rank_bank, scorer_of
+from .bank_board import BANK_LEADERBOARD_COLUMNS, scorer_of
 from .records import primary_metric
 from .scores import POOLED, ROUND
 from .text import fmt, fmt_bracket
@@ -161,7 +161,7 @@ def bank_leaderboard(
     macros apart, and the same run's macro on the shared items' counterparts.
     ``asked``: benchmark -> the questions the run asked and the shares of them with an
     empty reply or none the method could read (:func:`answer_shares`); the join ranks
-    the rows of every run (:func:`rank_bank`)."""
+    the rows of every run (:func:`.bank_board.rank_bank`)."""
     asked = asked or {}
     primary = _primary(plan, scores)
     originals = scores[scores.question_id.isin({q.overlap_id for q in questions.values()})]
@@ -205,7 +205,7 @@ def bank_leaderboard(
         table[column] = table[column].astype(float).round(ROUND)
     for column in ("shared", "new", "original", "empty", "unparsed"):
         table[column] = table[column].astype(float).round(ROUND)
-    return rank_bank(table)
+    return table  # (ranked where every run's rows meet: joined.joined_bank)
 
 
 def _by_task(frame: pd.DataFrame) -> dict[str, list[float]]:

@@ -177,7 +177,6 @@ def unscored_warnings(spec: dict, board: pd.DataFrame) -> list[dict]:
     return notes
 
 
-UNDECIDED_KINDS = UNDECIDED  # (a refused call is read as no verdict: "unparseable")
 # Past this share of a task's judge calls undecided (unsure, negated, contradicted, no
 # verdict, a refused call), the report's notes and the console say so.
 UNDECIDED_SHARE = 0.1
@@ -204,7 +203,7 @@ def judge_warnings(spec: dict, counts: list[dict]) -> list[dict]:
     undecided."""
     notes = []
     for row in counts:
-        undecided = {k: v for k, v in row.items() if k in UNDECIDED_KINDS and v}
+        undecided = {k: v for k, v in row.items() if k in UNDECIDED and v}
         total = sum(undecided.values())
         if row["calls"] and total / row["calls"] > UNDECIDED_SHARE:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(undecided.items()))
