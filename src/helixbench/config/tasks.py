@@ -100,9 +100,7 @@ def _imported_tasks(of_run: RunConfig, benchmark: str, sources: dict):
     if source["format"] == "labbench2":
         return _labbench2_tasks(of_run, benchmark, source)
     if "reports" in source:  # a user's own files (BixBench's), of this benchmark's tasks
-        # In the benchmark's task order, never the config's key order: the run's folder
-        # (a digest of its tasks) is the same however the mapping was written or read.
-        mine = {t: source["reports"][t] for t in tasks_of(benchmark) if t in source["reports"]}
+        mine = in_task_order(source["reports"], benchmark, others=False)
         fields = {"imported_format": source["format"]}
         given = _checked(of_run, mine, source["format"]).items()
         return [of_run.task(benchmark, t, **fields, imported_reports=r) for t, r in given], []
@@ -121,6 +119,16 @@ def _imported_tasks(of_run: RunConfig, benchmark: str, sources: dict):
     return tasks, notes
 
 
+def in_task_order(reports: dict, benchmark: str, others: bool = True) -> dict:
+    """A user's ``reports`` (task -> files) in the benchmark's task order, never the
+    config's key order: the run's folder (a digest of its tasks) is the same however the
+    mapping was written or read. ``others``: tasks not the benchmark's kept, after, by
+    name (else left out: another benchmark's)."""
+    known = [t for t in tasks_of(benchmark) if t in reports]
+    rest = sorted(t for t in reports if t not in known) if others else []
+    return {t: reports[t] for t in [*known, *rest]}
+
+
 def _checked(of_run: RunConfig, reports: dict, format_name: str) -> dict:
     """A user's own files, each checked as its format must be: one that is not is a
     config error naming the key and the file."""
@@ -137,11 +145,7 @@ def _labbench2_tasks(of_run: RunConfig, benchmark: str, source: dict):
     if benchmark != "labbench2":
         return [], []
     if "reports" in source:  # a user's own run: every task it names
-        given = _checked(of_run, source["reports"], "labbench2")
-        order = {t: i for i, t in enumerate(tasks_of(benchmark))}  # (key order: see above)
-        given = dict(
-            sorted(given.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))
-        )
+        given = _checked(of_run, in_task_order(source["reports"], benchmark), "labbench2")
         fields = {"imported_format": "labbench2"}
         tasks = [of_run.task(benchmark, t, **fields, imported_reports=r) for t, r in given.items()]
         return tasks, []
