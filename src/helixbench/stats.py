@@ -53,12 +53,6 @@ RESAMPLES = 10_000
 # percentiles of). An exact interval needs no minimum.
 MIN_QUESTIONS = 10
 TOO_FEW = f"too few questions to tell (fewer than {MIN_QUESTIONS})"
-# In words, for captions and the docs.
-INTERVAL_METHOD = (
-    "95% intervals: exact (Clopper-Pearson) for a share of right answers, on the effective "
-    "number of questions for a macro of shares (Korn-Graubard); a percentile bootstrap over "
-    "questions (10,000 resamples, seed 0) for a graded score"
-)
 
 
 @lru_cache(maxsize=16)
@@ -177,15 +171,13 @@ def macro_interval(per_task: dict[str, list[float]], confidence: float = 0.95) -
             raise ValueError(f"task {task!r} has no scores")
     if len(data) == 1:
         return mean_interval(next(iter(data.values())), confidence)
+    # Korn-Graubard's effective count of a mean of T task means: 1 / sum((1/T)^2 / n_t).
+    n_eff = len(data) ** 2 / sum(1 / v.size for v in data.values())
     if all(is_proportion(v) for v in data.values()):
         mean = float(np.mean([v.mean() for v in data.values()]))
-        weight = 1 / len(data)
-        n_eff = 1 / sum(weight**2 / v.size for v in data.values())
-        n = sum(v.size for v in data.values())
-        return _effective_exact(mean, n_eff, n, confidence)
+        return _effective_exact(mean, n_eff, sum(v.size for v in data.values()), confidence)
     interval = bootstrap_macro(per_task, confidence)
     if interval.told and interval.low == interval.high:
-        n_eff = len(data) ** 2 / sum(1 / v.size for v in data.values())
         return _effective_exact(interval.mean, n_eff, interval.n, confidence)
     return interval
 
