@@ -182,7 +182,8 @@ def test_published_runs_equal_their_aggregates_and_a_model_of_ours_is_graded_ali
             "refuser": b.chat_model(),
             "judge": {**j.chat_model(), "model": "judge"},  # (not the judged model)
         }
-        config["scoring"] = {"judge": {"model": "judge"}}
+        # (every published answer judged, not a calibration sample: its figures whole)
+        config["scoring"] = {"judge": {"model": "judge", "calibration": {"size": 5000}}}
         config["methods"] = {"ask": {"kind": "no-tools", "max_tokens": 16}}
         config["runs"] = [
             {"model": "gpt-4o", "method": "imported", "tasks": ["v1/open", "v1/mcq"]},

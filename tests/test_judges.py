@@ -59,7 +59,7 @@ def _judge(mirror, name, script, fenced=True):
     factory, prompts = PROMPT_JUDGES[name]()
     server = OpenAIServer(OpenAIServerState(chat=script))
     server.__enter__()
-    judge = factory("judge", server.chat_model(), mirror_path(prompts.url, mirror), None, fenced)
+    judge = factory({"judge": server.chat_model()}, mirror_path(prompts.url, mirror), None, fenced)
     return judge, server
 
 
@@ -94,7 +94,7 @@ def test_an_answer_cannot_talk_to_the_judge(mirror):
         assert fenced.judge(question, hostile) == (0.0, "naive")
         assert fenced.calls[question.id]["fenced"] is True
         bare, _ = _judge(mirror, "lb2_judge", naive, fenced=False)
-        bare.model = fenced.model
+        bare.models = fenced.models
         assert bare.judge(question, hostile) == (1.0, "naive")  # (upstream's prompt: fooled)
     finally:
         server.__exit__(None, None, None)
@@ -132,9 +132,9 @@ def test_a_cached_judge_replays_with_its_server_stopped_and_a_new_call_fails_lou
     asked = Question.at("labbench2", "litqa3/inject", 0, "Which gene?", "TP53")
     with OpenAIServer(OpenAIServerState(chat=judge_reply)) as server:
         spec = {**server.chat_model(), "base_url": server.base_url + "/", "retries": 0}
-        first = factory("judge", spec, mirror_path(prompts.url, mirror), cache)
+        first = factory({"judge": spec}, mirror_path(prompts.url, mirror), cache)
         assert first.judge(asked, "TP53") == (1.0, "r")
-    again = factory("judge", spec, mirror_path(prompts.url, mirror), cache)
+    again = factory({"judge": spec}, mirror_path(prompts.url, mirror), cache)
     assert again.judge(asked, "TP53") == (1.0, "r")
     assert json.dumps(again.calls[asked.id]["events"]).count('"hit"') >= 1
     other = Question.at("labbench2", "litqa3/inject", 1, "Which other gene?", "BRCA1")
@@ -210,3 +210,69 @@ def test_a_judges_error_rates_are_measured_and_its_scores_corrected_for_them():
     assert row["run"] == "mine / ask" and abs(row["raw"] - 0.3) > 0.004
     assert row["corrected_low"] <= 0.3 <= row["corrected_high"]
     assert abs(row["corrected"] - 0.3) < 0.01 and row["calibrated_on"] == 2000
+
+
+def test_a_jury_gives_its_rules_verdict_and_its_judges_agreement_is_krippendorffs_alpha(
+    mirror,
+):
+    """Two scripted judges that disagree on a known set (every 4th of 40 answers): the
+    jury's verdict by majority is split there (undecided, no score) and theirs
+    elsewhere; their alpha is the closed form for two judges, 1 - (n - 1) d / (n0 n1);
+    each disagreement is listed with both verdicts. A third judge that sides with the
+    first makes the majority the first's."""
+    from helixbench.report.judges import jury_tables
+    from helixbench.report.run_summary import judge_counts, jury_votes
+
+    factory, prompts = PROMPT_JUDGES["lb2_judge"]()
+    asked = [Question.at("labbench2", "litqa3/inject", i, f"Gene {i}?", "TP53") for i in range(40)]
+
+    def index(messages):
+        return int(re.search(r"Gene (\d+)\?", messages[-1]["content"]).group(1))
+
+    def first(messages):
+        result = "correct" if index(messages) % 3 else "incorrect"
+        return {"tool_calls": [("final_result", {"rationale": "a", "result": result})]}
+
+    def second(messages):  # (the first's verdict, flipped on every 4th answer)
+        i = index(messages)
+        right = bool(i % 3) != (i % 4 == 0)
+        result = "correct" if right else "incorrect"
+        return {"tool_calls": [("final_result", {"rationale": "b", "result": result})]}
+
+    with (
+        OpenAIServer(OpenAIServerState(chat=first)) as a,
+        OpenAIServer(OpenAIServerState(chat=second)) as b,
+    ):
+        specs = {"a": a.chat_model(), "b": b.chat_model()}
+        jury = factory(specs, mirror_path(prompts.url, mirror))
+        verdicts = [jury.judge(q, "TP53") for q in asked]
+        trio = factory({**specs, "c": a.chat_model()}, mirror_path(prompts.url, mirror))
+        assert [trio.judge(q, "TP53")[0] for q in asked] == [float(i % 3 > 0) for i in range(40)]
+    disagree = {i for i in range(40) if i % 4 == 0}
+    assert [v is None for v in verdicts] == [i in disagree for i in range(40)]
+    assert all(verdicts[i][0] == float(i % 3 > 0) for i in range(40) if i not in disagree)
+    assert jury.identity()["rule"] == "majority" and len(jury.identity()["judges"]) == 2
+
+    by_id = {q.id: q for q in asked}
+    calls = [{"question_id": qid, **call} for qid, call in jury.calls.items()]
+    (count,) = judge_counts(None, calls, by_id)
+    assert count["split"] == len(disagree) and count["calls"] == 40
+
+    class Run:
+        label, model, method = "mine / ask", "mine", "ask"
+
+    class Plan:
+        runs = [Run()]
+
+    agreement, listed = jury_tables(Plan(), {"mine / ask": {"jury": jury_votes(calls, by_id)}})
+    values = [float(i % 3 > 0) for i in range(40)] + [
+        float(bool(i % 3) != (i % 4 == 0)) for i in range(40)
+    ]
+    n, n1 = len(values), sum(values)
+    expected = 1 - (n - 1) * len(disagree) / (n1 * (n - n1))
+    (row,) = agreement.to_dict("records")
+    assert row["judges"] == "a, b" and row["questions"] == 40
+    assert row["disagreements"] == len(disagree) and row["alpha"] == pytest.approx(
+        expected, abs=1e-6
+    )
+    assert len(listed) == len(disagree) and all("a: " in v and "b: " in v for v in listed.votes)

@@ -13,6 +13,8 @@ import json
 import os
 import re
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -279,9 +281,12 @@ def test_frontier_equals_summarize_report_and_a_judge_gives_the_published_figure
         config["models"] = {
             "gpt-5-2": config["models"]["gpt-5-2"],
             "judge": {**judged.chat_model(), "model": "judge"},  # (not the judged model)
+            "judge-b": {**judged.chat_model(), "model": "judge-b"},  # (a jury of two)
             "mine": model.chat_model(),
         }
-        config["scoring"] = {"judge": {"model": "judge"}}
+        # (every published answer of those tasks judged: their figures come back whole)
+        jury = {"model": ["judge", "judge-b"], "calibration": {"size": 5000}}
+        config["scoring"] = {"judge": jury}
         config["methods"]["no-tools"] = {"kind": "no-tools", "max_tokens": 200}
         config["runs"] = [
             {"model": "gpt-5-2", "methods": list(FLAGS), "tasks": list(JUDGED)},
@@ -303,3 +308,139 @@ def test_frontier_equals_summarize_report_and_a_judge_gives_the_published_figure
     prompts = judge_prompts(mirror_path(PROMPTS.url, mirror))  # (each as LABBench2 words it)
     for call in calls:
         assert call["events"][0]["data"]["prompt"].startswith(prompts[call["prompt"]][:60])
+        assert [j["judge"] for j in call["jury"]] == ["judge", "judge-b"]
+    # Two judges that agree on every answer: alpha 1, no disagreement, in the report.
+    agreement = pd.read_csv(tmp_path / "results" / "report" / "judge_agreement.csv")
+    assert (agreement.alpha == 1.0).all() and (agreement.disagreements == 0).all()
+    assert set(agreement.judges) == {"judge, judge-b"} and agreement.questions.sum() > 300
+    assert (
+        "### The jury's judges against each other" in (results / "report" / "report.md").read_text()
+    )
+    assert "The jury" in (results / "report" / "index.html").read_text()
+    _rescore_replays_offline_and_a_failed_one_keeps_every_file(tmp_path, config, mirror)
+    _a_scripted_judge_is_measured_on_its_calibration_sample(tmp_path, mirror, own)
+
+
+def _kept(workdir: Path) -> dict[Path, bytes]:
+    results = workdir / "results"
+    found = [*results.glob("scores/*/*/*.jsonl"), *results.glob("judge-calls/*/*/*.jsonl")]
+    return {p: p.read_bytes() for p in found}
+
+
+def _verdicts(files: dict[Path, bytes]) -> dict:
+    return {
+        (path.name, line.get("question_id"), line.get("metric")): (
+            line.get("score"),
+            line.get("verdict"),
+        )
+        for path, data in files.items()
+        for line in map(json.loads, data.splitlines())
+    }
+
+
+def _rescore_replays_offline_and_a_failed_one_keeps_every_file(workdir, config, mirror):
+    """With the judge's and the model's servers stopped, a rescore replays every judge
+    call from the cache to the same verdicts; a rescore that needs a call the cache lacks
+    (the answers unfenced: every prompt new) fails, keeps every earlier score and judge
+    call file byte for byte, and `status` and `snakemake -n` say what is missing."""
+    env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror)}
+    before = _kept(workdir)
+    done = run_snakemake(workdir, config, "--cores", "2", "--forcerun", "score_run", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    replayed = _kept(workdir)
+    assert _verdicts(replayed) == _verdicts(before) and len(replayed) == len(before)
+    unfenced = json.loads(json.dumps(config))
+    unfenced["scoring"]["judge"]["fence"] = False
+    failed = run_snakemake(workdir, unfenced, "--cores", "2", env=env)
+    assert failed.returncode != 0 and "cannot be reached" in failed.stderr + _logs(workdir)
+    assert _kept(workdir) == replayed  # (not one file removed or changed)
+    notes = list((workdir / "results" / "scores").glob("*/*/*.failed.json"))
+    assert notes, "a failed score job leaves its note"
+    status = subprocess.run(
+        [sys.executable, "-m", "helixbench", "status", "--config", "config.yaml"],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    assert "failed" in status.stdout and "cannot be reached" in status.stdout, status.stdout
+    assert "kept" in status.stdout
+    dry = run_snakemake(workdir, unfenced, "-n", env=env)
+    assert "score_run" in dry.stdout + dry.stderr
+
+
+def _logs(workdir: Path) -> str:
+    return "".join(p.read_text() for p in (workdir / "logs" / "score").rglob("*.log"))
+
+
+def _a_scripted_judge_is_measured_on_its_calibration_sample(workdir, mirror, own):
+    """A judge that flips every 10th right published verdict and every 20th wrong one,
+    asked of its calibration sample (400 LABBench2 questions stratified by tag and
+    type, every published system's answer to them): its sensitivity and specificity
+    measured within two points of 0.90 and 0.95 on five systems, and the sixth's
+    judged accuracy, corrected for them, covers that system's published accuracy."""
+    from helixbench.config import build_plan
+    from helixbench.report.judges import POOLED, calibration_table, corrected_table
+    from helixbench.run.shard import score_run
+    from helixbench.scoring.calibration import calibration_sample
+    from helixbench.transcripts import read_records
+
+    config = _imported_config(own)
+    config["models"].pop("acme")
+    config["runs"] = config["runs"][:1]
+    with contextlib.chdir(workdir):
+        plan = build_plan(config, mirror)
+        questions = read_questions(Path(paths.QUESTIONS))
+        by_id = {q.id: q for q in questions}
+        truth = {}
+        for run in plan.runs:
+            for path in run.shard_paths():
+                for record in read_records(Path(path)):
+                    said, published = record.get("answer") or "", record.get("published")
+                    if published and said.strip():
+                        digest = hashlib.sha256(said.encode()).hexdigest()[:12]
+                        text = by_id[record["question_id"]].text
+                        truth.setdefault(digest, {})[text] = published["value"] == 1.0
+        seen = {True: 0, False: 0}
+
+        def flipper(messages):
+            text = messages[-1]["content"]
+            asked = text.split("## QUESTION ##\n", 1)[1]
+            fence = re.search(r"<submitted_answer_([0-9a-f]{12})>", text)
+            (right,) = {v for q, v in truth[fence.group(1)].items() if asked.startswith(q)}
+            seen[right] += 1
+            flip = seen[right] % (10 if right else 20) == 0
+            result = "correct" if right != flip else "incorrect"
+            return {"tool_calls": [("final_result", {"rationale": "scripted", "result": result})]}
+
+        scoring = {**plan.scoring, "judge": {"model": "flipper", "calibration": {"size": 400}}}
+        sample = calibration_sample(questions, scoring)
+        assert sum(by_id[i].benchmark == "labbench2" for i in sample) == 400
+        rows = []
+        with OpenAIServer(OpenAIServerState(chat=flipper)) as server:
+            for i, run in enumerate(plan.runs):
+                out = workdir / f"calibration-{i}.jsonl"
+                shards = [Path(p) for p in run.shard_paths()]
+                score_run(run.spec(), Path(paths.QUESTIONS), shards, out, scoring,
+                          {"flipper": server.chat_model()})  # fmt: skip
+                rows += [{**json.loads(x), "run": run.label} for x in out.read_text().splitlines()]
+    scores = pd.DataFrame(rows)
+    judged = scores[scores.metric == "lb2_judge"]
+    assert set(judged.question_id) <= sample and len(judged) > 1000
+    held_out = plan.runs[-1].label
+    calibration = calibration_table(scores[scores.run != held_out])
+    pooled = calibration[(calibration.tag == "all") & (calibration.system == POOLED)].iloc[0]
+    assert abs(pooled.sensitivity - 0.90) <= 0.02, pooled.to_dict()
+    assert abs(pooled.specificity - 0.95) <= 0.02, pooled.to_dict()
+    assert len(set(calibration.tag)) > 5  # (per tag too)
+
+    class HeldOut:  # (the sixth system as a user's run: its scores corrected)
+        runs = [
+            type("Run", (), {"label": r.label, "imported": r.label != held_out})()
+            for r in plan.runs
+        ]
+
+    (row,) = corrected_table(HeldOut(), scores, calibration).to_dict("records")
+    mine = scores[(scores.run == held_out) & scores.question_id.isin(judged.question_id)]
+    mine = mine[mine.question_id.isin(judged[judged.run == held_out].question_id)]
+    published = mine[mine.metric == "lb2_published"].score.mean()
+    assert row["corrected_low"] <= published <= row["corrected_high"], (row, published)
+    assert abs(row["raw"] - published) > abs(row["corrected"] - published) - 0.01

@@ -62,7 +62,7 @@ RUN_PROMPTS = RUN_SUMMARY_DIR + "/prompts.json"
 RUN_SCORE_TABLE = RUN_SUMMARY_DIR + "/scores.parquet"
 # Raised when a summary's content changes: a parameter of the summarize jobs, so
 # Snakemake redoes the summaries an older helixbench wrote.
-RUN_SUMMARY_VERSION = 7
+RUN_SUMMARY_VERSION = 8
 
 # A run's questions and transcripts for the HTML report (index.html loads the copy
 # the report puts in its runs/ folder).
@@ -163,6 +163,8 @@ REPORT = (
     ReportFile("judges.csv", "judges", "Scores"),
     ReportFile("judge_calibration.csv", "judge_calibration", "Scores"),
     ReportFile("judge_corrected.csv"),
+    ReportFile("judge_agreement.csv", "judge_agreement", "Scores"),
+    ReportFile("judge_disagreements.csv"),
 )
 REPORT_FILES = tuple(f.name for f in REPORT)
 

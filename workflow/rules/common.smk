@@ -227,8 +227,7 @@ def get_export_inputs(wildcards):
     run = get_run(wildcards)
     inputs = {
         "questions": paths.QUESTIONS,
-        "scores": run.score_path,
-        "summary": run.summary_path,
+        "summary": run.summary_path,  # (and the scores its job moved in beside it)
         "shards": run.shard_paths(),
     }
     if "inspect" in EXPORTS:
@@ -393,9 +392,7 @@ def get_seed_files(wildcards):
 def get_scorer_models_arg():
     """The config entries of the models the scorers ask (judge, extractor, RAGAs'
     judge), as JSON."""
-    names = [PLAN.scoring.get(key, {}).get("model") for key in ("judge", "extractor")]
-    names.append(PLAN.scoring.get("ragas", {}).get("judge"))
-    models = {name: config["models"][name] for name in names if name}
+    models = {name: spec for _, name, spec in PLAN.scoring_models()}
     if not models:
         return ""
     return f"--scorer-models {shlex.quote(json.dumps(models, sort_keys=True))}"

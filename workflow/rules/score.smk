@@ -30,9 +30,10 @@ rule score_run:
         shards=get_run_shards,
         background=get_percentile_background,
         ragas_env=get_ragas_env,
+    # The per-question scores and judge calls are written by the job itself, moved in
+    # place once it succeeds: never outputs, which Snakemake deletes before a job and
+    # after a failed one (a rescore whose judge is down would lose them).
     output:
-        scores=paths.RUN_SCORES,
-        judge_calls=paths.RUN_JUDGE_CALLS,
         summary=paths.RUN_SUMMARY,
         prompts=paths.RUN_PROMPTS,
         table=paths.RUN_SCORE_TABLE,
@@ -49,9 +50,11 @@ rule score_run:
         background=get_background_arg,
         ragas_env=get_ragas_env_arg,
         version=paths.RUN_SUMMARY_VERSION,  # a new summary format rescores
+        scores=lambda wildcards: get_run(wildcards).score_path,
+        judge_calls=lambda wildcards: get_run(wildcards).judge_calls_path,
     shell:
         "python -m helixbench score --spec {params.spec:q} --questions {input.questions:q}"
         " --scoring {params.scoring:q} {params.scorer_models} --model-cache {params.model_cache:q}"
-        " {params.background} {params.ragas_env} --judge-calls {output.judge_calls:q}"
-        " --out {output.scores:q} --summary {output.summary:q} --details {output.details:q}"
+        " {params.background} {params.ragas_env} --judge-calls {params.judge_calls:q}"
+        " --out {params.scores:q} --summary {output.summary:q} --details {output.details:q}"
         " {input.shards:q} > {log:q} 2>&1"

@@ -77,7 +77,8 @@ def _user_commands(sub) -> None:
     p = sub.add_parser(
         "status",
         help="every planned run shard: done, running, stopped or not started, with "
-        "questions done, rate and ETA (reads, never writes)",
+        "questions done, rate and ETA; then each run's scoring: scored, not scored or "
+        "failed (with the earlier scores it kept) (reads, never writes)",
     )
     group = _add_config(p)
     group.add_argument(

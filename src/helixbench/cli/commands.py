@@ -207,9 +207,11 @@ def status(args) -> None:
 
     planned = None  # without a config: the shards on disk are all there is to show
     unplanned = None  # why no config says what is planned
+    plan = None
     if not args.all and (args.config or args.runs == RUNS_DIR):  # a working directory's
         try:
-            planned = planned_shards(config_and_plan(args)[1])
+            plan = config_and_plan(args)[1]
+            planned = planned_shards(plan)
         except ConfigError as exc:
             if args.config:  # asked for: its mistake is the answer
                 raise
@@ -231,6 +233,11 @@ def status(args) -> None:
         print(f"no shard planned or under {args.runs} yet")
     if others:
         print(f"(and {others} shard(s) of other configs under {args.runs}: --all lists them)")
+    if plan is not None and args.runs == RUNS_DIR:  # (the scores lie beside results/runs)
+        from ..run.scoring_state import format_scoring_states, scoring_states
+
+        print()
+        print(format_scoring_states(scoring_states(plan)))
 
 
 def recordings(args) -> None:

@@ -91,22 +91,34 @@ def index(args) -> None:
 
 
 def score(args) -> None:
-    from ..run.shard import score_run
+    """A run's scores, judge calls and summary. The scores and judge calls are not the
+    rule's declared outputs (Snakemake deletes those before a job and after a failed
+    one): they are written under temporary names and moved in place only once the whole
+    job has succeeded, so a failed rescore (a judge that cannot be reached) keeps every
+    earlier file and leaves a note of its failure beside them (:func:`.run.scoring_state`)."""
+    from ..run.scoring_state import staged_outputs
 
     if args.summary and not args.details:
         raise SystemExit("score: --summary needs --details (the run's questions for the page)")
+    finals = [Path(args.out)] + ([Path(args.judge_calls)] if args.judge_calls else [])
+    with staged_outputs(Path(args.out), finals) as staged:
+        _score(args, staged[finals[0]], staged[finals[1]] if args.judge_calls else None)
+
+
+def _score(args, scores: Path, judge_calls: Path | None) -> None:
+    from ..run.shard import score_run
 
     shard_records, question_table = score_run(
         json.loads(args.spec),
         Path(args.questions),
         [Path(p) for p in args.shards],
-        Path(args.out),
+        scores,
         json.loads(args.scoring),
         scorer_models=json.loads(args.scorer_models) if args.scorer_models else None,
         model_cache=Path(args.model_cache) if args.model_cache else None,
         background=Path(args.background) if args.background else None,
         ragas_env=args.ragas_env,
-        judge_calls=Path(args.judge_calls) if args.judge_calls else None,
+        judge_calls=judge_calls,
     )
     if args.summary:  # (in the same job: one start, one read of the records)
         from ..report.run_summary import summarize_run
@@ -116,10 +128,10 @@ def score(args) -> None:
             json.loads(args.scoring),
             Path(args.questions),
             [Path(p) for p in args.shards],
-            Path(args.out),
+            scores,
             Path(args.summary).parent,
             Path(args.details),
-            Path(args.judge_calls) if args.judge_calls else None,
+            judge_calls,
             shard_records,
             question_table,
         )

@@ -31,6 +31,7 @@ from ..methods.originals import RUNNERS_DIR, complete_spec, original
 from ..models import backend
 from ..retrieval import index_key, index_settings
 from ..scoring import DEFAULT_SCORING, MODEL_SCORERS
+from ..scoring.jury import judge_names
 from ..sources.answer_keys import answer_key
 from ..sources.published import (
     SourceError,
@@ -303,13 +304,14 @@ def resolve_scoring(config: dict) -> dict:
         used = scorer in scoring["default"] or any(
             scorer in names for names in scoring["tasks"].values()
         )
-        model = scoring.get(key, {}).get("model")
-        if used and not model:
+        named = judge_names(scoring) if key == "judge" else [scoring.get(key, {}).get("model")]
+        named = [n for n in named if n]
+        if used and not named:
             raise ConfigError(f"scoring: the {scorer!r} scorer needs scoring.{key}.model")
-        if model and model not in config.get("models", {}):
-            raise ConfigError(
-                f"scoring.{key}.model: {unknown_name('model', model, config.get('models', {}))}"
-            )
+        for model in named:
+            if model not in config.get("models", {}):
+                known = config.get("models", {})
+                raise ConfigError(f"scoring.{key}.model: {unknown_name('model', model, known)}")
     judge = scoring.get("ragas", {}).get("judge")
     if judge and judge not in config.get("models", {}):
         raise ConfigError(
@@ -324,18 +326,19 @@ def _refuse_self_judging(scoring: dict, models: dict, judged: set[str]) -> None:
     ``scoring.judge.self_judging`` says it is meant (the report then marks it)."""
     from ..models.card import model_card
 
-    settings = scoring.get("judge") or {}
-    judge = settings.get("model")
-    if not judge or judge not in models or settings.get("self_judging"):
+    if (scoring.get("judge") or {}).get("self_judging"):
         return
-    judge_id = model_card(judge, models[judge])["id"]
-    for name in sorted(judged):
-        if name == judge or model_card(name, models.get(name, {}))["id"] == judge_id:
-            raise ConfigError(
-                f"scoring.judge.model: {judge!r} is the judged model {name!r} ({judge_id}): "
-                "a judge grading its own answers; use another, or set "
-                "scoring.judge.self_judging: true to mean it (its scores are then marked)"
-            )
+    for judge in judge_names(scoring):
+        if judge not in models:
+            continue
+        judge_id = model_card(judge, models[judge])["id"]
+        for name in sorted(judged):
+            if name == judge or model_card(name, models.get(name, {}))["id"] == judge_id:
+                raise ConfigError(
+                    f"scoring.judge.model: {judge!r} is the judged model {name!r} ({judge_id}):"
+                    " a judge grading its own answers; use another, or set "
+                    "scoring.judge.self_judging: true to mean it (its scores are then marked)"
+                )
 
 
 def expand_runs(runs: list[dict]) -> list[tuple[str, dict]]:

@@ -22,6 +22,7 @@ from ..paths import upstream_path
 from ..retrieval import corpus_files
 from ..scoring import scorers_for
 from ..scoring.background import go_files
+from ..scoring.jury import judge_names
 from ..sources.recordings import RecordedRun
 
 # The agent methods of the plan last built that run without a sandbox (`sandbox:
@@ -197,6 +198,10 @@ class Run:
         return paths.RUN_SCORES.format(**self.wildcards)
 
     @property
+    def judge_calls_path(self) -> str:
+        return paths.RUN_JUDGE_CALLS.format(**self.wildcards)
+
+    @property
     def recording_paths(self) -> list[str]:
         paths_ = [t.recording_path for t in self.tasks if t.recording_path]
         paths_ += [upstream_path(r.file) for t in self.tasks for r in t.recorded_group]
@@ -307,7 +312,8 @@ class Plan:
         """(role, model name, its config entry) of each model the scorers call: the
         judge, the extractor, RAGAs' judge (their scores need them too)."""
         scoring, models = self.scoring or {}, self.models or {}
-        named = [(role, (scoring.get(role) or {}).get("model")) for role in ("judge", "extractor")]
+        named = [("judge", name) for name in judge_names(scoring)]
+        named.append(("extractor", (scoring.get("extractor") or {}).get("model")))
         named.append(("ragas.judge", (scoring.get("ragas") or {}).get("judge")))
         return [(role, name, models[name]) for role, name in named if name and name in models]
 

@@ -54,9 +54,11 @@ from .joined import (
 from .judges import (
     CALIBRATION_TEXT,
     JUDGES_TEXT,
+    JURY_TEXT,
     calibration_table,
     corrected_table,
     judge_table,
+    jury_tables,
 )
 from .layouts import ablation_table, genehop_table, table2
 from .leaderboard import all_boards, board_page, encoders_of, geneset_leaderboard, leaderboard
@@ -171,6 +173,7 @@ def write_report(
         "judge_calibration": (calibration := calibration_table(scores)),
         "judge_corrected": corrected_table(plan, scores, calibration),
     }
+    csv_tables["judge_agreement"], csv_tables["judge_disagreements"] = jury_tables(plan, summaries)
     for name, table in csv_tables.items():
         table.to_csv(out_dir / f"{name}.csv", index=False)
     replay, errors, costs = csv_tables["replay"], csv_tables["errors"], csv_tables["cost"]
@@ -252,6 +255,7 @@ def write_report(
         "judges": csv_tables["judges"],
         "judge_calibration": csv_tables["judge_calibration"],
         "judge_corrected": csv_tables["judge_corrected"],
+        "judge_agreement": csv_tables["judge_agreement"],
     }
     notes = plan.notes + [w for s in summaries.values() for w in s["warnings"]]
     (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
@@ -279,6 +283,7 @@ def write_report(
         "bank_board_text": inline_code(BANK_BOARD_TEXT),
         "judges_text": inline_code(JUDGES_TEXT),
         "calibration_text": inline_code(CALIBRATION_TEXT),
+        "jury_text": inline_code(JURY_TEXT),
         "bank_names": bank_names(covered),
         "leaderboard": board_rows,
         "leaderboard_axes": board_axes,
@@ -333,6 +338,7 @@ def write_report(
                 csv_tables["judge_calibration"], "judge_calibration.csv"
             ),
             "judge_corrected": html_table(csv_tables["judge_corrected"], "judge_corrected.csv"),
+            "judge_agreement": html_table(csv_tables["judge_agreement"], "judge_agreement.csv"),
         },
         "frontier": {
             name: html_table(frontier_shown(name, csv_tables[name]), f"{name}.csv")

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..config.plan import Plan
 from ..models.card import model_card
+from ..scoring.jury import judge_names
 from ..scoring.verdicts import UNDECIDED
 from ..stats import proportion_interval
 from .frontier import POOLED_SYSTEMS as POOLED
@@ -30,14 +31,13 @@ JUDGES_TEXT = (
 
 
 def judge_table(plan: Plan, summaries: dict) -> pd.DataFrame:
-    settings = plan.scoring.get("judge") or {}
-    judge = settings.get("model")
-    judge_id = model_card(judge, plan.models[judge])["id"] if judge in plan.models else None
+    judges = [j for j in judge_names(plan.scoring or {}) if j in plan.models]
+    judge_ids = {model_card(j, plan.models[j])["id"] for j in judges}
     rows = []
     for run in plan.runs:
-        own = judge_id is not None and model_card(run.model, run.model_spec)["id"] == judge_id
+        own = model_card(run.model, run.model_spec)["id"] in judge_ids
         for found in summaries[run.label].get("judge") or []:
-            row = {"run": run.label, "judge": judge, **found, "self_judging": own}
+            row = {"run": run.label, "judge": ", ".join(judges), **found, "self_judging": own}
             undecided = sum(row.get(k, 0) for k in UNDECIDED)
             row["undecided_share"] = round(undecided / row["calls"], 7) if row["calls"] else None
             rows.append(row)
@@ -60,7 +60,9 @@ CORRECTED_COLUMNS = [
 ]  # fmt: skip
 CALIBRATION_TEXT = (
     "The judge against the benchmark's own verdicts: on the published answers it judged "
-    "(the imported runs of this config), per benchmark and tag, pooled over the systems "
+    "(the imported runs of this config: every system's answer to a sample of each "
+    "benchmark's questions stratified by tag and type, `scoring.judge.calibration`), "
+    "per benchmark and tag, pooled over the systems "
     "and per system: how often it agrees, Cohen's kappa, its sensitivity (right by the "
     "published verdict, right by the judge) and specificity (wrong and wrong), each "
     "with its exact 95% interval (`judge_calibration.csv`). Beside each run it judged, its "
@@ -181,3 +183,59 @@ def _rogan_gladen(raw, se, sp):
     value = np.where(informative > 1e-9, (raw + sp - 1.0) / np.maximum(informative, 1e-9), np.nan)
     clipped = np.clip(value, 0.0, 1.0)
     return float(clipped) if np.ndim(clipped) == 0 else clipped
+
+
+# A jury's judges against each other (scoring.judge.model a list).
+JURY_COLUMNS = [
+    "scorer", "benchmark", "judges", "questions", "alpha", "agreement", "disagreements",
+]  # fmt: skip
+DISAGREEMENT_COLUMNS = ["run", "benchmark", "task", "scorer", "question_id", "verdict", "votes"]
+JURY_TEXT = (
+    "A jury's judges against each other, per grading scorer and benchmark, over every "
+    "answer they judged (`judge_agreement.csv`): Krippendorff's alpha (nominal, by the "
+    "`krippendorff` package; an undecided verdict is a missing one), the share of answers "
+    "on which every judge gave the same verdict, and how many they did not, each listed "
+    "with every judge's verdict and the jury's by its rule (`judge_disagreements.csv`)"
+)
+_CODES = {"correct": 1.0, "incorrect": 0.0}
+
+
+def jury_tables(plan: Plan, summaries: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(agreement per scorer and benchmark, every disagreement) of a jury's judges."""
+    votes = [
+        {"run": run.label, **vote}
+        for run in plan.runs
+        for vote in summaries[run.label].get("jury") or []
+    ]
+    agreement, disagreements = [], []
+    by: dict[tuple, list[dict]] = {}
+    for vote in votes:
+        by.setdefault((vote["scorer"], vote["benchmark"]), []).append(vote)
+        if len(set(vote["votes"].values())) > 1:
+            said = "; ".join(f"{j}: {v}" for j, v in vote["votes"].items())
+            disagreements.append({**{k: vote[k] for k in DISAGREEMENT_COLUMNS[:-1]}, "votes": said})
+    for (scorer, benchmark), of in by.items():
+        judges = list(dict.fromkeys(j for vote in of for j in vote["votes"]))
+        data = np.array([[_CODES.get(vote["votes"].get(j), np.nan) for vote in of] for j in judges])
+        split = sum(len(set(vote["votes"].values())) > 1 for vote in of)
+        agreement.append(
+            {"scorer": scorer, "benchmark": benchmark, "judges": ", ".join(judges),
+             "questions": len(of), "alpha": _alpha(data),
+             "agreement": (len(of) - split) / len(of), "disagreements": split}
+        )  # fmt: skip
+    return (
+        _rounded(pd.DataFrame(agreement, columns=JURY_COLUMNS)),
+        pd.DataFrame(disagreements, columns=DISAGREEMENT_COLUMNS),
+    )
+
+
+def _alpha(data: np.ndarray) -> float | None:
+    """Krippendorff's alpha of judges x answers (nan: no verdict); None where it is not
+    defined (fewer than two values paired, or a single value throughout)."""
+    import krippendorff
+
+    paired = (~np.isnan(data)).sum(axis=0) >= 2
+    values = set(data[:, paired][~np.isnan(data[:, paired])].tolist())
+    if paired.sum() == 0 or len(values) < 2:
+        return None
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))

@@ -10,7 +10,7 @@ from .frontier import frontier_markdown
 from .geneagent_paper import paper_layout
 from .genesets import _genesets_markdown
 from .headline import HEADLINE_METHOD, headline_sentence
-from .judges import CALIBRATION_TEXT, JUDGES_TEXT, UNCALIBRATED
+from .judges import CALIBRATION_TEXT, JUDGES_TEXT, JURY_TEXT, UNCALIBRATED
 from .leaderboard import encoders_of
 from .provenance import built_from
 from .text import fmt, fmt_bracket, md_escape, md_table
@@ -314,7 +314,8 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             + ".\n\n"
             + md_table(tables["judge_calibration"], csv="judge_calibration.csv", empty=UNCALIBRATED)
             + "\n\n"
-            + md_table(tables["judge_corrected"], csv="judge_corrected.csv", empty=""),
+            + md_table(tables["judge_corrected"], csv="judge_corrected.csv", empty="")
+            + _jury_markdown(tables["judge_agreement"]),
         ),
         (
             "Error types (Table 4)",
@@ -528,3 +529,11 @@ def _agents_markdown(agents: pd.DataFrame) -> str:
         "that ran it (a cgroup, an rlimit, a tmpfs size) and how many questions reached "
         "it (`agent_limit: <cap>`) (`agents.csv`).\n\n" + md_table(agents) + "\n"
     )
+
+
+def _jury_markdown(agreement) -> str:
+    """A jury's agreement (none: one judge, nothing to say)."""
+    if agreement.empty:
+        return ""
+    table = md_table(agreement, csv="judge_agreement.csv")
+    return f"\n\n### The jury's judges against each other\n{JURY_TEXT}.\n\n{table}"

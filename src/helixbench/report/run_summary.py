@@ -198,6 +198,22 @@ def judge_counts(plan: Plan, calls: list[dict], questions: dict) -> list[dict]:
     return [{"benchmark": b, "task": t, "scorer": s, **row} for (b, t, s), row in counts.items()]
 
 
+def jury_votes(calls: list[dict], questions: dict) -> list[dict]:
+    """Each question a jury judged: every judge's verdict and the jury's (the report's
+    agreement and disagreements, :mod:`.judges`)."""
+    votes = []
+    for call in calls:
+        question = questions.get(call.get("question_id"))
+        if question is None or not call.get("jury"):
+            continue
+        votes.append(
+            {"benchmark": question.benchmark, "task": question.task,
+             "scorer": call.get("scorer", "judge"), "question_id": question.id,
+             "verdict": call["verdict"], "votes": {j["judge"]: j["verdict"] for j in call["jury"]}}
+        )  # fmt: skip
+    return votes
+
+
 def judge_warnings(spec: dict, counts: list[dict]) -> list[dict]:
     """A note per task whose judge left past :data:`UNDECIDED_SHARE` of its calls
     undecided."""
@@ -301,6 +317,7 @@ def summarize_run(
     }
     calls = read_jsonl(Path(judge_calls)) if judge_calls and Path(judge_calls).is_file() else []
     summary["judge"] = judge_counts(plan, calls, questions)
+    summary["jury"] = jury_votes(calls, questions)
     summary["warnings"] += judge_warnings(spec, summary["judge"])
     if any(t.benchmark == "labbench2" for t in plan.tasks):  # (the frontier section's)
         lines = read_jsonl(Path(score_path))

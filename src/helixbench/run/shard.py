@@ -20,6 +20,8 @@ from ..methods import TaskContext, prepare
 from ..models import ModelError, backend, create_model, serving_settings
 from ..scoring import Scorers, embeddings_dir
 from ..scoring.background import dataset_names, read_background
+from ..scoring.calibration import calibration_sample
+from ..scoring.jury import judge_names
 from ..scoring.rag_assessment import applies as ragas_applies
 from ..scoring.rag_assessment import ragas_scores
 from ..sources.recordings import RecordingReader
@@ -321,7 +323,10 @@ def score_run(
     every = read_questions(questions_path)
     questions = {q.id: q for q in every}
     names = read_background(background) if background else dataset_names(every)
-    scorers = Scorers(scoring, scorer_models, model_cache, candidates=names)
+    calibrating = None  # (a published run: the judge grades its calibration sample only)
+    if spec["model_spec"].get("backend") == "imported" and judge_names(scoring):
+        calibrating = calibration_sample(every, scoring)
+    scorers = Scorers(scoring, scorer_models, model_cache, names, calibrating)
     shard_records = [record for path in shard_paths for record in read_records(path)]
     records = list(shard_records)  # (and the second benchmarks' answers added below)
     by_id = {record["question_id"]: record for record in records}

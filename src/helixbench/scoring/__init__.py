@@ -50,6 +50,7 @@ from .bixbench import BixBenchPublished, BixBenchVerifier
 from .choice import CHOICE_SCORERS
 from .extract import extract_answer
 from .genegpt import genegpt_score
+from .jury import judge_names
 from .labbench2 import LabBench2Published, LabBench2Value
 from .labels import tf_label, yes_no
 from .lists import list_precision, list_recall, names_f1, names_precision, names_recall
@@ -174,12 +175,20 @@ class Scorers:
     judge load on first use)."""
 
     def __init__(
-        self, scoring: dict, models: dict | None = None, model_cache=None, candidates=None
+        self,
+        scoring: dict,
+        models: dict | None = None,
+        model_cache=None,
+        candidates=None,
+        calibrating: set[str] | None = None,
     ):
         """``models``: the config entries (name -> spec) of the models the model-based
         scorers ask (``scoring.judge.model``, ``scoring.extractor.model``);
-        ``candidates``: the default background names of ``percentile``."""
+        ``candidates``: the default background names of ``percentile``;
+        ``calibrating``: a published run's questions its benchmark's judge grades (the
+        calibration sample, :mod:`.calibration`), None: every question."""
         self.scoring = scoring
+        self._calibrating = calibrating
         self._built: dict[str, Scorer] = {}
         self._models = models or {}
         self._model_cache = model_cache
@@ -215,10 +224,16 @@ class Scorers:
             return LabBench2Value()
         if name in PROMPT_JUDGES:  # (no judge model: no judge scores, the rest as they are)
             judge, prompts = PROMPT_JUDGES[name]()
-            model = self.scoring.get("judge", {}).get("model")
-            spec = self._models.get(model)
-            fenced = self.scoring.get("judge", {}).get("fence", True)
-            return judge(model, spec, Path(upstream_path(prompts)), self._model_cache, fenced)
+            settings = self.scoring.get("judge") or {}
+            judges = {n: self._models[n] for n in judge_names(self.scoring) if n in self._models}
+            return judge(
+                judges,
+                Path(upstream_path(prompts)),
+                self._model_cache,
+                settings.get("fence", True),
+                settings.get("rule", "majority"),
+                self._calibrating,
+            )
         if name == "labbench2":
             parts = {"published": "lb2_published", "value": "lb2_value", "judge": "lb2_judge"}
             return FirstVerdict([(name, self.get(part)) for name, part in parts.items()])
@@ -229,15 +244,19 @@ class Scorers:
             return BixBenchPublished()
         if name == "bix_verifier":
             return BixBenchVerifier()
+        if name == "judge":
+            from .judge import JudgeScorer
+
+            judges = {n: self._models.get(n) for n in judge_names(self.scoring)}
+            if not judges or None in judges.values():
+                raise ValueError("scorer 'judge' needs scoring.judge.model (models in config)")
+            rule = (self.scoring.get("judge") or {}).get("rule", "majority")
+            return JudgeScorer(judges, cache=self._model_cache, rule=rule)
         if name in MODEL_SCORERS:
             key = MODEL_SCORERS[name]
             model = self.scoring.get(key, {}).get("model")
             if model not in self._models:
                 raise ValueError(f"scorer {name!r} needs scoring.{key}.model (a model in config)")
-            if name == "judge":
-                from .judge import JudgeScorer
-
-                return JudgeScorer(model, self._models[model], cache=self._model_cache)
             from .extract import ModelExtractor
 
             extractor = ModelExtractor(model, self._models[model], cache=self._model_cache)

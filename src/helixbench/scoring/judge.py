@@ -8,6 +8,7 @@ import logging
 
 from ..datasets.questions import gold_text
 from ..models import ask, create_model
+from .jury import SPLIT, combined
 from .verdicts import read_grade_number
 
 log = logging.getLogger("helixbench.judge")
@@ -24,20 +25,28 @@ Grade:"""
 
 
 class JudgeScorer:
-    def __init__(self, name: str, model_spec: dict, cache=None, max_tokens: int = 8):
-        self.name = name
-        self.model = create_model(model_spec, cache=cache)
+    """One judge's grade, or a jury's by its rule (:mod:`.jury`: the grade a majority
+    gave, or every judge's; else no score)."""
+
+    def __init__(self, judges: dict[str, dict], cache=None, max_tokens: int = 8, rule="majority"):
+        self.name = ", ".join(judges)
+        self.models = {n: create_model(spec, cache=cache) for n, spec in judges.items()}
         self.max_tokens = max_tokens
+        self.rule = rule
 
     def identity(self) -> dict:
-        return {"judge": self.name, **self.model.identity()}
+        found = [{"judge": n, **m.identity()} for n, m in self.models.items()]
+        return found[0] if len(found) == 1 else {"judges": found, "rule": self.rule}
 
     def __call__(self, task: str, answer: str | None, gold, question: str = "") -> float | None:
         if not answer:
             return 0.0
         prompt = JUDGE_PROMPT.format(question=question, gold=gold_text(gold), answer=answer)
-        reply = ask(self.model, prompt, question, "judge", self.max_tokens)
-        grade = read_grade_number(reply, answer)
-        if grade is None:
-            log.warning("judge reply %r has no one grade; the answer is left unscored", reply)
-        return grade
+        grades = []
+        for name, model in self.models.items():
+            reply = ask(model, prompt, question, "judge", self.max_tokens)
+            grades.append(read_grade_number(reply, answer))
+            if grades[-1] is None:
+                log.warning("judge %s's reply %r has no one grade", name, reply)
+        grade = grades[0] if len(grades) == 1 else combined(grades, self.rule)
+        return None if grade == SPLIT else grade

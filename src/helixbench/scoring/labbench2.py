@@ -271,6 +271,8 @@ class LabBench2Judge(PromptJudge):
             return None
         answer = record.get("answer")
         if not answer or not answer.strip():
+            if self.only is not None:  # (calibrating: the judge is measured on what it saw)
+                return None
             return 0.0, "No output provided"  # (LABBench2's judge asks nothing either)
         return self.judge(question, answer)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..models import CompletionRequest, ModelError, backend, create_model
 from .fence import fence
+from .jury import combined
 
 log = logging.getLogger("helixbench.judge")
 DECIDED = ("correct", "incorrect")
@@ -25,25 +26,44 @@ DECIDED = ("correct", "incorrect")
 
 class PromptJudge:
     """Subclasses say which prompt a question gets (:meth:`prompt`) and how a reply is
-    read (:meth:`verdict`); :meth:`judge` asks once per question."""
+    read (:meth:`verdict`); :meth:`judge` asks each judge once per question (several:
+    a jury, :mod:`.jury`)."""
 
     per_record = True
     scorer = "judge"  # the scorer's name, in the judge-call file
     tools: tuple = ()  # offered to a chat model (LABBench2's structured result)
 
     def __init__(
-        self, name: str | None, spec: dict | None, prompts: Path, cache=None, fenced: bool = True
+        self,
+        judges: dict[str, dict] | None,
+        prompts: Path,
+        cache=None,
+        fenced: bool = True,
+        rule: str = "majority",
+        only: set[str] | None = None,
     ):
-        self.name = name
+        """``judges``: name -> config entry of each judge (none: no judge scores);
+        ``only``: the questions it grades (a published run: its calibration sample)."""
+        self.judges = dict(judges or {})
+        self.name = ", ".join(self.judges)
         self.fenced = fenced  # the answer fenced in the prompt (:mod:`.fence`), or as upstream
-        self.model = create_model(spec, cache=cache) if spec else None
-        self.chats = bool(spec) and backend(spec["backend"]).chats(spec)
+        self.rule = rule
+        self.only = only
+        self.models = {n: create_model(spec, cache=cache) for n, spec in self.judges.items()}
         self._prompts_path = Path(prompts)
         self._prompts: dict | None = None
         self.calls: dict[str, dict] = {}  # question id -> its call, verdict and events
 
+    @property
+    def model(self):
+        """The judge (None: none), or the first of a jury."""
+        return next(iter(self.models.values()), None)
+
     def identity(self) -> dict:
-        return {"judge": self.name, **self.model.identity()} if self.model else {}
+        found = [{"judge": n, **m.identity()} for n, m in self.models.items()]
+        if len(found) > 1:
+            return {"judges": found, "rule": self.rule}
+        return found[0] if found else {}
 
     @property
     def prompts(self) -> dict[str, str]:
@@ -67,18 +87,48 @@ class PromptJudge:
         raise NotImplementedError
 
     def judge(self, question, answer: str) -> tuple[float, str] | None:
-        """The question's score and reason by the judge (None: undecided)."""
+        """The question's score and reason by the judge (None: undecided, or not one it
+        grades)."""
+        if self.only is not None and question.id not in self.only:
+            return None
         if question.id not in self.calls:
-            self.calls[question.id] = self._ask(question, answer)
+            self.calls[question.id] = self._ask_all(question, answer)
         call = self.calls[question.id]
         if call["verdict"] not in DECIDED:
             return None
         return float(call["verdict"] == "correct"), call["reason"]
 
-    def _ask(self, question, answer: str) -> dict:
+    def _ask_all(self, question, answer: str) -> dict:
+        name, prompt = self.prompt(question, answer)
+        asked = {n: self._ask(n, m, question, prompt, name, answer) for n, m in self.models.items()}
+        call = {"scorer": self.scorer, "prompt": name, "fenced": self.fenced}
+        if len(asked) == 1:
+            ((_, (verdict, reason, event)),) = asked.items()
+            return {**call, "verdict": verdict, "reason": reason, "events": [event]}
+        said = [v for v, _, _ in asked.values()]
+        # (judges all undecided alike: that kind, else the rule over the decided ones)
+        verdict = (
+            said[0]
+            if len(set(said)) == 1
+            else combined([v if v in DECIDED else None for v in said], self.rule)
+        )
+        votes = "; ".join(f"{n}: {v}" for n, (v, _, _) in asked.items())
+        reasons = [r for v, r, _ in asked.values() if v == verdict]
+        return {
+            **call,
+            "verdict": verdict,
+            "reason": f"{self.rule} of {len(asked)} ({votes})"
+            + (f": {reasons[0]}" if reasons else ""),
+            "rule": self.rule,
+            "jury": [{"judge": n, "verdict": v, "reason": r} for n, (v, r, _) in asked.items()],
+            "events": [event for _, _, event in asked.values()],
+        }
+
+    def _ask(self, judge: str, model, question, prompt: str, name: str, answer: str):
+        """One judge's (verdict, reason, model event)."""
         from ..methods import model_event
 
-        name, prompt = self.prompt(question, answer)
+        chats = backend(self.judges[judge]["backend"]).chats(self.judges[judge])
         request = CompletionRequest(
             prompt=prompt,
             stop=(),
@@ -87,38 +137,31 @@ class PromptJudge:
             question_id=f"{self.scorer}:{question.id}",
             question=question.text,
             call_index=0,
-            messages=({"role": "user", "content": prompt},) if self.chats else None,
-            tools=self.tools if self.chats and self.tools else None,
+            messages=({"role": "user", "content": prompt},) if chats else None,
+            tools=self.tools if chats and self.tools else None,
         )
         started = time.perf_counter()
         completion = error = None
         try:
-            completion = self.model.complete(request)
+            completion = model.complete(request)
         except ModelError as exc:
             if exc.transient:  # (its server's state: the job fails, its cached calls kept)
-                raise ModelError(f"the judge {self.name!r} cannot be reached: {exc}") from None
+                raise ModelError(f"the judge {judge!r} cannot be reached: {exc}") from None
             error = exc  # recorded: a judge that refuses the call decides nothing
-            log.warning("%s call for %s failed: %s", self.scorer, question.id, exc)
+            log.warning("%s call (%s) for %s failed: %s", self.scorer, judge, question.id, exc)
         except Exception as exc:  # (recorded likewise: counted apart, never as wrong)
             error = exc
-            log.warning("%s call for %s failed: %s", self.scorer, question.id, exc)
+            log.warning("%s call (%s) for %s failed: %s", self.scorer, judge, question.id, exc)
         calls = completion.tool_calls if completion is not None else None
         if completion is None:
             verdict, reason = "unparseable", str(error)
         else:
             verdict, reason = self.verdict(completion.text, calls, answer)
         event = model_event(
-            request, {"prompt": prompt, "prompt_name": name}, completion, started, error,
-            tool_calls=list(calls) if calls else None,
+            request, {"prompt": prompt, "prompt_name": name, "judge": judge}, completion,
+            started, error, tool_calls=list(calls) if calls else None,
         )  # fmt: skip
-        return {
-            "scorer": self.scorer,
-            "verdict": verdict,
-            "reason": reason,
-            "prompt": name,
-            "fenced": self.fenced,
-            "events": [vars(event)],
-        }
+        return verdict, reason, vars(event)
 
 
 class FirstVerdict:

@@ -14,9 +14,10 @@ quotes the answer quotes its verdicts and tags too), then:
   ``unparseable``.
 
 ``negated``, ``contradicted``, ``unparseable`` and ``unsure`` are undecided: no score,
-counted apart. The same rules read a verdict between tags (BixBench's ``<grade>``:
-every grade the judge gave, not the first the reply holds) and a numeric grade (1,
-0.5 or 0: the number standing alone, not one in parentheses or counting something).
+counted apart (as is ``split``: a jury whose rule gave no verdict, :mod:`.jury`). The
+same rules read a verdict between tags (BixBench's ``<grade>``: every grade the judge
+gave, not the first the reply holds) and a numeric grade (1, 0.5 or 0: the number
+standing alone, not one in parentheses or counting something).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import json
 import re
 
 WORDS = {"correct": "correct", "incorrect": "incorrect", "unsure": "unsure"}
-UNDECIDED = ("unsure", "negated", "contradicted", "unparseable")
+UNDECIDED = ("unsure", "negated", "contradicted", "unparseable", "split")
 _LABELLED = re.compile(
     r"(?i)\b(?:result|verdict|grade|judg(?:e)?ment|evaluation|final (?:verdict|answer|grade))"
     r"\s*(?:is\s*)?[:=]\s*[*_\"'`]*\s*(correct|incorrect|unsure)\b"

@@ -1,0 +1,84 @@
+"""Where a run's scoring stands, kept beside its scores: a score job's files are moved
+in place only when the whole job succeeded, and a failed one leaves a note
+(``<scores>.failed.json``: when, and its error's last line) that ``helixbench status``
+shows, with the earlier scores it kept."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def failure_note(scores: Path) -> Path:
+    return Path(scores).with_name(Path(scores).name.removesuffix(".jsonl") + ".failed.json")
+
+
+@contextlib.contextmanager
+def staged_outputs(scores: Path, finals: list[Path]):
+    """Yield final path -> the temporary one to write; on success move each in place
+    (and drop an earlier failure's note), on failure drop them and write the note."""
+    staged = {final: final.with_name(final.name + ".staged") for final in finals}
+    for path in staged.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+    try:
+        yield staged
+    except BaseException as exc:
+        for path in staged.values():
+            path.unlink(missing_ok=True)
+        error = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+        note = {"failed_at": time.time(), "error": f"{type(exc).__name__}: {error}"[:500]}
+        failure_note(scores).write_text(json.dumps(note) + "\n")
+        raise
+    for final, path in staged.items():
+        if path.exists():
+            path.replace(final)
+        else:  # (a job that had none to write: none kept from before either)
+            final.unlink(missing_ok=True)
+    failure_note(scores).unlink(missing_ok=True)
+
+
+@dataclass
+class ScoringState:
+    run: str
+    state: str  # scored, not scored, failed
+    detail: str
+
+
+def scoring_states(plan, now: float | None = None) -> list[ScoringState]:
+    """Per planned run: scored (its summary is there), not scored yet, or failed (the
+    last score job's error, and whether earlier scores are kept)."""
+    now = time.time() if now is None else now
+    states = []
+    for run in plan.runs:
+        scores, summary = Path(run.score_path), Path(run.summary_path)
+        note = failure_note(scores)
+        kept = (
+            f"scores of {_ago(now - scores.stat().st_mtime)} ago kept" if scores.is_file() else ""
+        )
+        if note.is_file():
+            failed = json.loads(note.read_text())
+            detail = f"{_ago(now - failed['failed_at'])} ago: {failed['error']}"
+            states.append(
+                ScoringState(run.label, "failed", "; ".join(filter(None, [detail, kept])))
+            )
+        elif summary.is_file():
+            states.append(ScoringState(run.label, "scored", kept))
+        else:
+            states.append(ScoringState(run.label, "not scored", kept))
+    return states
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def format_scoring_states(states: list[ScoringState]) -> str:
+    from tabulate import tabulate
+
+    rows = [[s.run, s.state, s.detail] for s in states]
+    return tabulate(rows, headers=["run", "scoring", "detail"], disable_numparse=True)
