@@ -14,9 +14,10 @@ following the answer and graded ones drawn. The transcripts come in --variants
 sets, each run hard-linking one (a real sweep's shards would each be its own; the
 jobs read them all the same); the scores follow the variant's answers.
 
-Then, as Snakemake would on a machine of --cores cores, each run's score job (`helixbench
-score --summary`: the run's scores, which replace the drawn ones, and its summary, the
-jobs in parallel), and the report rule (`helixbench report`). Printed per N: the score
+Then, as Snakemake would on a machine of --cores cores, the score jobs (`score_batch`:
+a model's runs, --batch at a time, in one process, each run's scores, which replace the
+drawn ones, and its summary; the batches in parallel; --per-run: a process a run, as
+`helixbench score --summary`), and the report rule (`helixbench report`). Printed per N: the score
 jobs' wall time and mean seconds a job, the report's wall time and peak memory (the
 rule alone: the join), the report's size (index.html, the per-run question files,
 comparisons.csv, question_scores.parquet) against the records' and the index's load
@@ -274,6 +275,43 @@ def score_all(work: Path, plan, cores: int, env: dict) -> tuple[float, float]:
     return time.perf_counter() - started, sum(seconds) / len(seconds)
 
 
+# A score batch as the workflow's score_batch job scores it (workflow/scripts/score_batch.py).
+BATCH_JOB = """
+import json, sys
+from pathlib import Path
+from helixbench.config import build_plan
+from helixbench.datasets.fetch import resolve_mirror
+from helixbench.scoring.batch import batch_jobs, score_batch
+config, model, index, size = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+plan = build_plan(config, resolve_mirror(None))
+runs = plan.score_batches(int(size))[(model, index)]
+models = {name: spec for _, name, spec in plan.scoring_models()} or None
+score_batch(batch_jobs(plan, runs), plan.scoring, models, Path(sys.argv[5]), Path(sys.argv[6]))
+"""
+
+
+def score_batches(work: Path, config: dict, plan, cores: int, env: dict, size: int):
+    """Every run scored and summarized as the workflow's ``score_batch`` jobs do (one
+    process a batch of a model's runs, ``size`` at a time), ``cores`` batches at a time:
+    wall, and the batches' seconds a run."""
+    batches = plan.score_batches(size)
+    rescore = {**env, "HELIXBENCH_RESCORE": "1"}  # (timed afresh, whatever is on disk)
+
+    def job(key):
+        started = time.perf_counter()
+        command = [sys.executable, "-c", BATCH_JOB, json.dumps(config), key[0], str(key[1])]
+        command += [str(size), paths.QUESTIONS, paths.MODEL_CACHE]
+        done = subprocess.run(command, cwd=work, capture_output=True, text=True, env=rescore)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-3000:])
+        return time.perf_counter() - started
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(cores) as pool:
+        seconds = list(pool.map(job, batches))
+    return time.perf_counter() - started, sum(seconds) / len(plan.runs)
+
+
 def page_load(page: Path) -> tuple[float | None, float]:
     """The page's own time to ready (ms, where it says) and the dump-dom process (s)."""
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -394,6 +432,12 @@ def main() -> None:
         action="store_true",
         help="also the report through Snakemake (the whole command, as a sweep ends)",
     )
+    parser.add_argument(
+        "--batch", type=int, default=32, help="runs a score job scores (config: score_batch)"
+    )
+    parser.add_argument(
+        "--per-run", action="store_true", help="score a run a process (helixbench score), as before"
+    )
     args = parser.parse_args()
     mirror = resolve_mirror(None)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -409,13 +453,19 @@ def main() -> None:
             started = time.perf_counter()
             config, plan = build_sweep(work, n, args.variants, mirror)
             built = time.perf_counter() - started
-            summaries_wall, per_job = score_all(work, plan, args.cores, env)
+            if args.per_run:
+                summaries_wall, per_job = score_all(work, plan, args.cores, env)
+            else:
+                summaries_wall, per_job = score_batches(
+                    work, config, plan, args.cores, env, args.batch
+                )
         records = records_size(work, plan)
         row = report_row("this", n, config, work, work / paths.REPORT_DIR, env, records)
         row["questions/run"] = sum(1 for _ in open(work / plan.runs[0].shard_paths()[0]))
         if not args.report_only:
             row |= {"built s": round(built), "score+summary wall s": round(summaries_wall)}
-            row["s/score+summary job"] = round(per_job, 2)
+            row["s/run scored+summarized"] = round(per_job, 2)
+            row["score jobs"] = "a process a run" if args.per_run else f"batches of {args.batch}"
         if args.snakemake:
             row |= snakemake_report(work, config, args.cores, env, ROOT)
         rows.append(row)

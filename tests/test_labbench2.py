@@ -15,6 +15,7 @@ import re
 import runpy
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -345,10 +346,27 @@ def _rescore_replays_offline_and_a_failed_one_keeps_every_file(workdir, config, 
     call file byte for byte, and `status` and `snakemake -n` say what is missing."""
     env = {**os.environ, "HELIXBENCH_MIRROR": str(mirror)}
     before = _kept(workdir)
-    done = run_snakemake(workdir, config, "--cores", "2", "--forcerun", "score_run", env=env)
+    rescore = {**env, "HELIXBENCH_RESCORE": "1"}  # (every run, unchanged as it is)
+    started = time.time()
+    done = run_snakemake(workdir, config, "--cores", "2", "--forcerun", "score_batch", env=rescore)
     assert done.returncode == 0, done.stderr[-3000:]
     replayed = _kept(workdir)
     assert _verdicts(replayed) == _verdicts(before) and len(replayed) == len(before)
+    batches = [  # (this config's, just written: gpt-5-2's and mine's)
+        b for b in (workdir / "results" / "summaries").glob("*/score-batch-*.json")
+        if b.stat().st_mtime >= started
+    ]  # fmt: skip
+    states = [s["state"] for b in batches for s in json.loads(b.read_text())["runs"].values()]
+    assert len(states) == 3 and set(states) == {"scored"}
+    # A batch run again with nothing changed leaves every run as it is (its fingerprint).
+    summaries = {
+        p: p.stat().st_mtime_ns for p in (workdir / "results" / "summaries").rglob("summary.json")
+    }
+    again = run_snakemake(workdir, config, "--cores", "2", "--forcerun", "score_batch", env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    states = [s["state"] for b in batches for s in json.loads(b.read_text())["runs"].values()]
+    assert set(states) == {"current"} and _kept(workdir) == replayed
+    assert {p: p.stat().st_mtime_ns for p in summaries} == summaries
     unfenced = json.loads(json.dumps(config))
     unfenced["scoring"]["judge"]["fence"] = False
     failed = run_snakemake(workdir, unfenced, "--cores", "2", env=env)
@@ -364,7 +382,7 @@ def _rescore_replays_offline_and_a_failed_one_keeps_every_file(workdir, config, 
     assert "failed" in status.stdout and "cannot be reached" in status.stdout, status.stdout
     assert "kept" in status.stdout
     dry = run_snakemake(workdir, unfenced, "-n", env=env)
-    assert "score_run" in dry.stdout + dry.stderr
+    assert "score_batch" in dry.stdout + dry.stderr
 
 
 def _logs(workdir: Path) -> str:

@@ -365,15 +365,16 @@ def test_rescoring_reruns_no_model(mirror, paper_run, tmp_path):
     done = snakemake(paper_run, config, "--dry-run", mirror=mirror)
     assert done.returncode == 0, done.stderr[-3000:]
     jobs = done.stdout + done.stderr
-    assert "score_run" in jobs and "report" in jobs
+    assert "score_batch" in jobs and "report" in jobs
     assert "run_shard" not in jobs and "recorded_snapshot" not in jobs
 
 
 @pytest.mark.workflow
 @PAPER_RUN
 def test_a_run_added_to_a_finished_sweep_redoes_that_run_and_the_join(mirror, paper_run):
-    """Each run's summary is its score job's: adding a run runs it, scores and
-    summarizes it, exports it, and joins; no other run's summary is made again."""
+    """Each run's summary is its score batch's: adding a run runs it, reruns its
+    model's score batch (which scores it alone: the others' fingerprints are
+    unchanged), exports that batch's runs, and joins; no other batch runs again."""
     config = paper_config()
     config["methods"]["genegpt-slim-again"] = {"kind": "genegpt", "mask": "001001"}
     config["runs"].append({"model": "codex", "method": "genegpt-slim-again"})
@@ -382,7 +383,8 @@ def test_a_run_added_to_a_finished_sweep_redoes_that_run_and_the_join(mirror, pa
     stats = (done.stdout + done.stderr).split("Job stats:")[1]
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", stats, re.M))
     assert "summarize_run" not in jobs, jobs  # (one job scores and summarizes a run)
-    assert jobs["export_run"] == jobs["score_run"] == "1", jobs
+    codex = [r for r in build_plan(config, mirror).runs if r.model == "codex"]  # (one batch)
+    assert jobs["score_batch"] == "1" and jobs["export_run"] == str(len(codex)), jobs
     assert jobs["report"] == "1" and "genegpt-slim-again" in done.stdout
 
 

@@ -60,6 +60,8 @@ RUN_SUMMARY = RUN_SUMMARY_DIR + "/summary.json"
 # out of the summary every join reads.
 RUN_PROMPTS = RUN_SUMMARY_DIR + "/prompts.json"
 RUN_SCORE_TABLE = RUN_SUMMARY_DIR + "/scores.parquet"
+# What shaped the run's scores and summary (scoring/batch.py): unchanged, not rescored.
+RUN_FINGERPRINT = RUN_SUMMARY_DIR + "/fingerprint"
 # Raised when a summary's content changes: a parameter of the summarize jobs, so
 # Snakemake redoes the summaries an older helixbench wrote.
 RUN_SUMMARY_VERSION = 8
@@ -67,6 +69,12 @@ RUN_SUMMARY_VERSION = 8
 # A run's questions and transcripts for the HTML report (index.html loads the copy
 # the report puts in its runs/ folder).
 RUN_DETAILS = RUN_SUMMARY_DIR + "/details.js"
+# A batch of runs scored in one process (one model's runs, ``score_batch`` at a time):
+# its record of each run's fingerprint, the score job's one declared output (the runs'
+# own files are moved in place by the job, run by run: scoring/batch.py).
+SCORE_BATCH = SUMMARIES_DIR + "/{model}/score-batch-{batch}.json"
+# Where a score job writes a run's files before moving them in place.
+STAGED_DIR = "results/.staged/{model}/{method}/{variant}"
 # A run in other tools' formats (report.exports; report/exports.py), copied into the
 # report's exports/ folder.
 RUN_EXPORTS = "results/exports/{model}/{method}/{variant}"

@@ -63,7 +63,7 @@ STAGES = {  # a rule's jobs, all done, as the console says it
     "peer_templates": "peer prompts read",
     "build_index": "corpus indexes built",
     "run_shard": "run shards done",
-    "score_run": "runs scored and summarized",
+    "score_batch": "score batches done (runs scored and summarized)",
     "export_run": "runs exported",
 }
 MAX_LINE = 240

@@ -53,6 +53,7 @@ from helixbench.tools.executor import ToolSettings
 from helixbench.datasets.upstream import manifest
 from helixbench.retrieval import corpus_files, user_documents
 from helixbench.scoring.background import go_files
+from helixbench.scoring.batch import DEFAULT_BATCH, batch_jobs
 from helixbench.scoring.rag_assessment import applies as ragas_applies
 from helixbench.methods.originals import ORIGINALS
 
@@ -227,7 +228,9 @@ def get_export_inputs(wildcards):
     run = get_run(wildcards)
     inputs = {
         "questions": paths.QUESTIONS,
-        "summary": run.summary_path,  # (and the scores its job moved in beside it)
+        # Its score batch: the run's scores and summary (ancient: the batch's other
+        # runs rescored leave this export as it is; its shards and scoring say when).
+        "scored": ancient(batch_path(run)),
         "shards": run.shard_paths(),
     }
     if "inspect" in EXPORTS:
@@ -389,32 +392,40 @@ def get_seed_files(wildcards):
     return [upstream_path(r.file) for r in get_seed_runs(wildcards)]
 
 
-def get_scorer_models_arg():
-    """The config entries of the models the scorers ask (judge, extractor, RAGAs'
-    judge), as JSON."""
-    models = {name: spec for _, name, spec in PLAN.scoring_models()}
-    if not models:
-        return ""
-    return f"--scorer-models {shlex.quote(json.dumps(models, sort_keys=True))}"
+SCORE_BATCHES = PLAN.score_batches(config.get("score_batch", DEFAULT_BATCH))
+BATCH_OF = {run.label: key for key, runs in SCORE_BATCHES.items() for run in runs}
 
 
-def get_percentile_background(wildcards):
-    return (
-        paths.PERCENTILE_BACKGROUND if PLAN.ranks_against_go(get_run(wildcards)) else []
-    )
+def batch_path(run):
+    """The record of the score job that scores ``run`` (its files come with it)."""
+    model, index = BATCH_OF[run.label]
+    return paths.SCORE_BATCH.format(model=model, batch=index)
 
 
-def get_ragas_env(wildcards):
-    """RAGAs' environment, for a run RAGAs scores (scoring.ragas)."""
-    return RAGAS_ENV if ragas_applies(get_run(wildcards).spec(), PLAN.scoring) else []
+def get_batch(wildcards):
+    try:
+        return SCORE_BATCHES[(wildcards.model, wildcards.batch)]
+    except KeyError:
+        raise WorkflowError(f"no score batch {wildcards.batch} of {wildcards.model!r}")
 
 
-def get_ragas_env_arg(wildcards, input):
-    return f"--ragas-env {shlex.quote(input.ragas_env)}" if input.ragas_env else ""
+def get_batch_jobs(wildcards):
+    return batch_jobs(PLAN, get_batch(wildcards))
 
 
-def get_background_arg(wildcards, input):
-    return f"--background {shlex.quote(input.background)}" if input.background else ""
+def get_batch_shards(wildcards):
+    return [path for run in get_batch(wildcards) for path in run.shard_paths()]
+
+
+def get_batch_background(wildcards):
+    goes = any(PLAN.ranks_against_go(run) for run in get_batch(wildcards))
+    return paths.PERCENTILE_BACKGROUND if goes else []
+
+
+def get_batch_ragas_env(wildcards):
+    """RAGAs' environment, for a batch with a run RAGAs scores (scoring.ragas)."""
+    runs = get_batch(wildcards)
+    return RAGAS_ENV if any(ragas_applies(r.spec(), PLAN.scoring) for r in runs) else []
 
 
 def get_model_cache():
@@ -463,9 +474,8 @@ def get_recording_file(wildcards):
 def get_report_inputs():
     """Everything the report reads: the runs' summaries and per-question tables, and
     for provenance the snapshots and upstream files."""
-    files = [paths.QUESTIONS, *(run.summary_path for run in PLAN.runs)]
-    files += [run.score_table_path for run in PLAN.runs]
-    files += [run.details_path for run in PLAN.runs]
+    # (each run's summary, table and questions come with its score batch's record)
+    files = [paths.QUESTIONS, *(batch_path(run) for run in PLAN.runs)]
     files += [path for run in PLAN.runs for path in run.snapshot_paths]
     files += [seed for run in PLAN.runs for seed in run.seed_markers]
     if EXPORTS:

@@ -24,37 +24,32 @@ rule percentile_background:
         " --out {output:q} > {log:q} 2>&1"
 
 
-rule score_run:
+# A batch of runs (one model's, `score_batch` at a time) scored and summarized in one
+# process: one start, one read of the question table, the encoder loaded once. A run's
+# files are moved in place by the job when that run is done, beside a fingerprint of
+# what shaped them; the batch's record is the rule's one output (Snakemake deletes a
+# job's outputs before it runs and after it fails: a rescore whose judge is down would
+# lose them). A run whose fingerprint is unchanged is left as it is, so a run added to
+# a finished sweep is scored alone and a batch cut short resumes.
+rule score_batch:
     input:
         questions=paths.QUESTIONS,
-        shards=get_run_shards,
-        background=get_percentile_background,
-        ragas_env=get_ragas_env,
-    # The per-question scores and judge calls are written by the job itself, moved in
-    # place once it succeeds: never outputs, which Snakemake deletes before a job and
-    # after a failed one (a rescore whose judge is down would lose them).
+        shards=get_batch_shards,
+        background=get_batch_background,
+        ragas_env=get_batch_ragas_env,
     output:
-        summary=paths.RUN_SUMMARY,
-        prompts=paths.RUN_PROMPTS,
-        table=paths.RUN_SCORE_TABLE,
-        details=paths.RUN_DETAILS,
+        paths.SCORE_BATCH,
     log:
-        "logs/score/{model}/{method}/{variant}.log",
+        "logs/score/{model}/batch-{batch}.log",
+    wildcard_constraints:
+        batch=r"\d+-[0-9a-f]{8}",
     conda:
         ENVS["score"]
     params:
-        spec=get_run_spec,
-        scoring=verbatim(json.dumps(PLAN.scoring, sort_keys=True)),
-        scorer_models=verbatim(get_scorer_models_arg()),
-        model_cache=verbatim(get_model_cache()),
-        background=get_background_arg,
-        ragas_env=get_ragas_env_arg,
+        runs=get_batch_jobs,  # (a run added or changed: its batch runs again, no other)
+        scoring=PLAN.scoring,
+        scorer_models={name: spec for _, name, spec in PLAN.scoring_models()},
+        model_cache=get_model_cache(),
         version=paths.RUN_SUMMARY_VERSION,  # a new summary format rescores
-        scores=lambda wildcards: get_run(wildcards).score_path,
-        judge_calls=lambda wildcards: get_run(wildcards).judge_calls_path,
-    shell:
-        "python -m helixbench score --spec {params.spec:q} --questions {input.questions:q}"
-        " --scoring {params.scoring:q} {params.scorer_models} --model-cache {params.model_cache:q}"
-        " {params.background} {params.ragas_env} --judge-calls {params.judge_calls:q}"
-        " --out {params.scores:q} --summary {output.summary:q} --details {output.details:q}"
-        " {input.shards:q} > {log:q} 2>&1"
+    script:
+        "../scripts/score_batch.py"

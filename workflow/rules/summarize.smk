@@ -16,10 +16,11 @@ rule export_run:
         spec=get_run_spec,
         scoring=verbatim(json.dumps(PLAN.scoring, sort_keys=True)),
         formats=" ".join(EXPORTS),
-        scores=lambda wildcards: get_run(wildcards).score_path,  # (beside the summary)
+        scores=lambda wildcards: get_run(wildcards).score_path,  # (its score batch's)
+        summary=lambda wildcards: get_run(wildcards).summary_path,
         inspect_env=get_inspect_env_arg,
     shell:
         "python -m helixbench export --spec {params.spec:q} --questions {input.questions:q}"
-        " --scoring {params.scoring:q} --scores {params.scores:q} --summary {input.summary:q}"
+        " --scoring {params.scoring:q} --scores {params.scores:q} --summary {params.summary:q}"
         " --formats {params.formats} {params.inspect_env} --out {output:q}"
         " {input.shards:q} > {log:q} 2>&1"

@@ -91,49 +91,34 @@ def index(args) -> None:
 
 
 def score(args) -> None:
-    """A run's scores, judge calls and summary. The scores and judge calls are not the
-    rule's declared outputs (Snakemake deletes those before a job and after a failed
-    one): they are written under temporary names and moved in place only once the whole
-    job has succeeded, so a failed rescore (a judge that cannot be reached) keeps every
-    earlier file and leaves a note of its failure beside them (:func:`.run.scoring_state`)."""
+    """One run's scores, judge calls and summary, written under a staging folder and
+    moved in place once the run is done (a failed one keeps every earlier file and
+    leaves a note beside them: :mod:`..run.scoring_state`)."""
     from ..run.scoring_state import staged_outputs
+    from ..scoring.batch import score_and_summarize
 
     if args.summary and not args.details:
         raise SystemExit("score: --summary needs --details (the run's questions for the page)")
-    finals = [Path(args.out)] + ([Path(args.judge_calls)] if args.judge_calls else [])
-    with staged_outputs(Path(args.out), finals) as staged:
-        _score(args, staged[finals[0]], staged[finals[1]] if args.judge_calls else None)
-
-
-def _score(args, scores: Path, judge_calls: Path | None) -> None:
-    from ..run.shard import score_run
-
-    shard_records, question_table = score_run(
-        json.loads(args.spec),
-        Path(args.questions),
-        [Path(p) for p in args.shards],
-        scores,
-        json.loads(args.scoring),
-        scorer_models=json.loads(args.scorer_models) if args.scorer_models else None,
-        model_cache=Path(args.model_cache) if args.model_cache else None,
-        background=Path(args.background) if args.background else None,
-        ragas_env=args.ragas_env,
-        judge_calls=judge_calls,
-    )
-    if args.summary:  # (in the same job: one start, one read of the records)
-        from ..report.run_summary import summarize_run
-
-        summarize_run(
+    scores = Path(args.out)
+    finals = [scores] + [Path(p) for p in (args.judge_calls, args.summary, args.details) if p]
+    if args.summary:  # (and the summary's other files, beside it)
+        finals += [Path(args.summary).with_name(n) for n in ("prompts.json", "scores.parquet")]
+    root = scores.with_name(scores.name + ".staged")
+    with staged_outputs(scores, finals, root) as staged:
+        summary = staged[Path(args.summary)] if args.summary else None
+        score_and_summarize(
             json.loads(args.spec),
             json.loads(args.scoring),
             Path(args.questions),
             [Path(p) for p in args.shards],
-            scores,
-            Path(args.summary).parent,
-            Path(args.details),
-            judge_calls,
-            shard_records,
-            question_table,
+            scores=staged[scores],
+            judge_calls=staged[Path(args.judge_calls)] if args.judge_calls else None,
+            summary_dir=summary.parent if summary else None,
+            details=staged[Path(args.details)] if args.details else None,
+            scorer_models=json.loads(args.scorer_models) if args.scorer_models else None,
+            model_cache=Path(args.model_cache) if args.model_cache else None,
+            background=Path(args.background) if args.background else None,
+            ragas_env=args.ragas_env,
         )
 
 

@@ -198,6 +198,10 @@ class Run:
         return paths.RUN_SCORES.format(**self.wildcards)
 
     @property
+    def fingerprint_path(self) -> str:
+        return paths.RUN_FINGERPRINT.format(**self.wildcards)
+
+    @property
     def judge_calls_path(self) -> str:
         return paths.RUN_JUDGE_CALLS.format(**self.wildcards)
 
@@ -345,6 +349,22 @@ class Plan:
                     f"{run}: {len(messages) - shown} more like these (the report lists them)"
                 )
         return lines
+
+    def score_batches(self, size: int) -> dict[tuple[str, str], list[Run]]:
+        """(model, batch id) -> the runs one score job scores: a model's runs in plan
+        order, ``size`` at a time (a run added to the config joins its model's last
+        batch, or starts one). The id is the batch's place and a digest of its runs, so
+        configs that share a model name keep each their own batches."""
+        by_model: dict[str, list[Run]] = {}
+        for run in self.runs:
+            by_model.setdefault(run.model, []).append(run)
+        batches = {}
+        for model, runs in by_model.items():
+            for i in range(0, len(runs), size):
+                batch = runs[i : i + size]
+                digest = sha256_json([[r.method, r.variant] for r in batch])[:8]
+                batches[(model, f"{i // size}-{digest}")] = batch
+        return batches
 
     def find(self, model: str, method: str, variant: str | None = None) -> Run:
         """The planned run ``model``/``method`` (of that ``variant``, where given)."""

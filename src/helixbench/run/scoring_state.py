@@ -1,43 +1,61 @@
-"""Where a run's scoring stands, kept beside its scores: a score job's files are moved
-in place only when the whole job succeeded, and a failed one leaves a note
+"""Where a run's scoring stands, kept beside its scores. A score job writes a run's files
+(scores, judge calls, summary) under a staging folder and moves them in place only
+when that run is done, so a failed one keeps every earlier file; it leaves a note
 (``<scores>.failed.json``: when, and its error's last line) that ``helixbench status``
-shows, with the earlier scores it kept."""
+shows with the earlier scores it kept."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import paths
 
 
 def failure_note(scores: Path) -> Path:
     return Path(scores).with_name(Path(scores).name.removesuffix(".jsonl") + ".failed.json")
 
 
+def staging_root(run) -> Path:
+    return Path(paths.STAGED_DIR.format(**run.wildcards))
+
+
 @contextlib.contextmanager
-def staged_outputs(scores: Path, finals: list[Path]):
-    """Yield final path -> the temporary one to write; on success move each in place
-    (and drop an earlier failure's note), on failure drop them and write the note."""
-    staged = {final: final.with_name(final.name + ".staged") for final in finals}
+def staged_outputs(scores: Path, finals: list[Path], root: Path):
+    """Yield final path -> where to write it (under ``root``, by its own relative path);
+    on success move each in place (and drop an earlier failure's note), on failure drop
+    them and write the note beside ``scores``."""
+    staged = {
+        final: root / Path(*Path(final).parts[Path(final).is_absolute() :]) for final in finals
+    }
+    shutil.rmtree(root, ignore_errors=True)
     for path in staged.values():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)
     try:
         yield staged
     except BaseException as exc:
-        for path in staged.values():
-            path.unlink(missing_ok=True)
+        shutil.rmtree(root, ignore_errors=True)
         error = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
         note = {"failed_at": time.time(), "error": f"{type(exc).__name__}: {error}"[:500]}
+        failure_note(scores).parent.mkdir(parents=True, exist_ok=True)
         failure_note(scores).write_text(json.dumps(note) + "\n")
         raise
     for final, path in staged.items():
+        Path(final).parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
             path.replace(final)
         else:  # (a job that had none to write: none kept from before either)
-            final.unlink(missing_ok=True)
+            Path(final).unlink(missing_ok=True)
+    shutil.rmtree(root, ignore_errors=True)
+    for parent in list(root.parents)[:2]:  # (its method's and model's, once empty)
+        try:
+            parent.rmdir()
+        except OSError:
+            break
     failure_note(scores).unlink(missing_ok=True)
 
 

@@ -313,20 +313,29 @@ def score_run(
     background: Path | None = None,
     ragas_env: str | None = None,
     judge_calls: Path | None = None,
+    questions: list[Question] | None = None,
+    shared: dict | None = None,
 ) -> tuple[list[dict], list]:
     """Per-question scores of one run, one JSON line per (question, metric); the
     scorers of each task come from ``scoring`` (the config's section). ``background``:
     the percentile scorer's names (one a line); else the three datasets' names.
     ``ragas_env``: RAGAs' environment, for a run it scores (``scoring.ragas``), whose
     judge's calls go to ``judge_calls`` by question. Returns the run's records and the
-    question table as read, for its summary in the same job (no second read)."""
-    every = read_questions(questions_path)
+    question table as read, for its summary in the same job (no second read).
+    ``questions``: that table, read once for a batch of runs; ``shared``: the heavy
+    scorers (an encoder, a background) a batch builds once (:class:`.Scorers`)."""
+    every = read_questions(questions_path) if questions is None else questions
     questions = {q.id: q for q in every}
-    names = read_background(background) if background else dataset_names(every)
+    shared = {} if shared is None else shared
+    key = ("background", str(background))
+    if key not in shared:  # (11,143 names: read once a batch)
+        shared[key] = read_background(background) if background else dataset_names(every)
     calibrating = None  # (a published run: the judge grades its calibration sample only)
     if spec["model_spec"].get("backend") == "imported" and judge_names(scoring):
-        calibrating = calibration_sample(every, scoring)
-    scorers = Scorers(scoring, scorer_models, model_cache, names, calibrating)
+        if ("calibration",) not in shared:
+            shared[("calibration",)] = calibration_sample(every, scoring)
+        calibrating = shared[("calibration",)]
+    scorers = Scorers(scoring, scorer_models, model_cache, shared[key], calibrating, shared)
     shard_records = [record for path in shard_paths for record in read_records(path)]
     records = list(shard_records)  # (and the second benchmarks' answers added below)
     by_id = {record["question_id"]: record for record in records}

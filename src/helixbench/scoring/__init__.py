@@ -148,6 +148,8 @@ CORRECTNESS_SCORERS = frozenset(
     | set(LABBENCH2_SCORERS)
     | set(BIXBENCH_SCORERS)
 )
+# Scorers that load a model and hold no state of a run: built once for a batch of runs.
+SHAREABLE = frozenset({"embedding", "percentile"})
 # Scorers that ask a model of the registry, and the scoring key naming it.
 MODEL_SCORERS = {"judge": "judge", "model_extracted": "extractor"}
 
@@ -181,14 +183,19 @@ class Scorers:
         model_cache=None,
         candidates=None,
         calibrating: set[str] | None = None,
+        shared: dict | None = None,
     ):
         """``models``: the config entries (name -> spec) of the models the model-based
         scorers ask (``scoring.judge.model``, ``scoring.extractor.model``);
         ``candidates``: the default background names of ``percentile``;
         ``calibrating``: a published run's questions its benchmark's judge grades (the
-        calibration sample, :mod:`.calibration`), None: every question."""
+        calibration sample, :mod:`.calibration`), None: every question;
+        ``shared``: the scorers that load a model (the encoder, a percentile
+        background's vectors), kept across the runs of a batch (the others hold a run's
+        own state: a judge's calls)."""
         self.scoring = scoring
         self._calibrating = calibrating
+        self._shared = {} if shared is None else shared
         self._built: dict[str, Scorer] = {}
         self._models = models or {}
         self._model_cache = model_cache
@@ -196,7 +203,13 @@ class Scorers:
 
     def get(self, name: str) -> Scorer:
         if name not in self._built:
-            self._built[name] = self._build(name)
+            if name in SHAREABLE:  # (percentile: one a background, the same list of names)
+                key = (name, id(self._candidates) if name == "percentile" else None)
+                if key not in self._shared:
+                    self._shared[key] = self._build(name)
+                self._built[name] = self._shared[key]
+            else:
+                self._built[name] = self._build(name)
         return self._built[name]
 
     def _build(self, name: str) -> Scorer:
