@@ -433,7 +433,7 @@ def main() -> None:
         help="also the report through Snakemake (the whole command, as a sweep ends)",
     )
     parser.add_argument(
-        "--batch", type=int, default=32, help="runs a score job scores (config: score_batch)"
+        "--batch", type=int, default=8, help="runs a score job scores (config: score_batch)"
     )
     parser.add_argument(
         "--per-run", action="store_true", help="score a run a process (helixbench score), as before"
