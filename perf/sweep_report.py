@@ -241,9 +241,8 @@ def score_all(work: Path, plan, cores: int, env: dict) -> tuple[float, float]:
     ``score_run``), ``cores`` at a time: wall, mean seconds a job."""
     scoring = json.dumps(plan.scoring, sort_keys=True)
 
-    def job(run):
-        started = time.perf_counter()
-        command = [
+    def command(run):
+        return [
             sys.executable,
             "-m",
             "helixbench",
@@ -264,6 +263,16 @@ def score_all(work: Path, plan, cores: int, env: dict) -> tuple[float, float]:
             run.details_path,
             *run.shard_paths(),
         ]
+
+    wall, seconds = _in_parallel([command(run) for run in plan.runs], work, env, cores)
+    return wall, sum(seconds) / len(seconds)
+
+
+def _in_parallel(commands: list[list[str]], work: Path, env: dict, cores: int):
+    """Each command run in ``work``, ``cores`` at a time: wall, and each one's seconds."""
+
+    def job(command):
+        started = time.perf_counter()
         done = subprocess.run(command, cwd=work, capture_output=True, text=True, env=env)
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-3000:])
@@ -271,8 +280,8 @@ def score_all(work: Path, plan, cores: int, env: dict) -> tuple[float, float]:
 
     started = time.perf_counter()
     with ThreadPoolExecutor(cores) as pool:
-        seconds = list(pool.map(job, plan.runs))
-    return time.perf_counter() - started, sum(seconds) / len(seconds)
+        seconds = list(pool.map(job, commands))
+    return time.perf_counter() - started, seconds
 
 
 # A score batch as the workflow's score_batch job scores it (workflow/scripts/score_batch.py).
@@ -294,22 +303,14 @@ def score_batches(work: Path, config: dict, plan, cores: int, env: dict, size: i
     """Every run scored and summarized as the workflow's ``score_batch`` jobs do (one
     process a batch of a model's runs, ``size`` at a time), ``cores`` batches at a time:
     wall, and the batches' seconds a run."""
-    batches = plan.score_batches(size)
     rescore = {**env, "HELIXBENCH_RESCORE": "1"}  # (timed afresh, whatever is on disk)
-
-    def job(key):
-        started = time.perf_counter()
-        command = [sys.executable, "-c", BATCH_JOB, json.dumps(config), key[0], str(key[1])]
-        command += [str(size), paths.QUESTIONS, paths.MODEL_CACHE]
-        done = subprocess.run(command, cwd=work, capture_output=True, text=True, env=rescore)
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-3000:])
-        return time.perf_counter() - started
-
-    started = time.perf_counter()
-    with ThreadPoolExecutor(cores) as pool:
-        seconds = list(pool.map(job, batches))
-    return time.perf_counter() - started, sum(seconds) / len(plan.runs)
+    commands = [
+        [sys.executable, "-c", BATCH_JOB, json.dumps(config), model, batch, str(size)]
+        + [paths.QUESTIONS, paths.MODEL_CACHE]
+        for model, batch in plan.score_batches(size)
+    ]
+    wall, seconds = _in_parallel(commands, work, rescore, cores)
+    return wall, sum(seconds) / len(plan.runs)
 
 
 def page_load(page: Path) -> tuple[float | None, float]:

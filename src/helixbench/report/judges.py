@@ -210,14 +210,15 @@ def jury_tables(plan: Plan, summaries: dict) -> tuple[pd.DataFrame, pd.DataFrame
     agreement, disagreements = [], []
     by: dict[tuple, list[dict]] = {}
     for vote in votes:
+        vote["differ"] = len(set(vote["votes"].values())) > 1
         by.setdefault((vote["scorer"], vote["benchmark"]), []).append(vote)
-        if len(set(vote["votes"].values())) > 1:
+        if vote["differ"]:
             said = "; ".join(f"{j}: {v}" for j, v in vote["votes"].items())
             disagreements.append({**{k: vote[k] for k in DISAGREEMENT_COLUMNS[:-1]}, "votes": said})
     for (scorer, benchmark), of in by.items():
         judges = list(dict.fromkeys(j for vote in of for j in vote["votes"]))
         data = np.array([[_CODES.get(vote["votes"].get(j), np.nan) for vote in of] for j in judges])
-        split = sum(len(set(vote["votes"].values())) > 1 for vote in of)
+        split = sum(vote["differ"] for vote in of)
         agreement.append(
             {"scorer": scorer, "benchmark": benchmark, "judges": ", ".join(judges),
              "questions": len(of), "alpha": _alpha(data),

@@ -348,14 +348,16 @@ def _found_statuses(runs_dir: Path, now: float) -> list[ShardStatus]:
     return statuses
 
 
+def clock(seconds: float | None) -> str:
+    """A duration as h:mm:ss ("" for none)."""
+    if seconds is None:
+        return ""
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
 def format_statuses(statuses: list[ShardStatus]) -> str:
     from tabulate import tabulate
-
-    def clock(seconds):
-        if seconds is None:
-            return ""
-        seconds = int(round(seconds))
-        return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
     rows = [
         [

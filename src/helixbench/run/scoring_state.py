@@ -13,15 +13,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import paths
+from .progress import clock
 
 
 def failure_note(scores: Path) -> Path:
     return Path(scores).with_name(Path(scores).name.removesuffix(".jsonl") + ".failed.json")
-
-
-def staging_root(run) -> Path:
-    return Path(paths.STAGED_DIR.format(**run.wildcards))
 
 
 @contextlib.contextmanager
@@ -75,11 +71,13 @@ def scoring_states(plan, now: float | None = None) -> list[ScoringState]:
         scores, summary = Path(run.score_path), Path(run.summary_path)
         note = failure_note(scores)
         kept = (
-            f"scores of {_ago(now - scores.stat().st_mtime)} ago kept" if scores.is_file() else ""
+            f"scores of {clock(max(0, now - scores.stat().st_mtime))} ago kept"
+            if scores.is_file()
+            else ""
         )
         if note.is_file():
             failed = json.loads(note.read_text())
-            detail = f"{_ago(now - failed['failed_at'])} ago: {failed['error']}"
+            detail = f"{clock(max(0, now - failed['failed_at']))} ago: {failed['error']}"
             states.append(
                 ScoringState(run.label, "failed", "; ".join(filter(None, [detail, kept])))
             )
@@ -88,11 +86,6 @@ def scoring_states(plan, now: float | None = None) -> list[ScoringState]:
         else:
             states.append(ScoringState(run.label, "not scored", kept))
     return states
-
-
-def _ago(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def format_scoring_states(states: list[ScoringState]) -> str:

@@ -50,6 +50,7 @@ class PromptJudge:
         self.rule = rule
         self.only = only
         self.models = {n: create_model(spec, cache=cache) for n, spec in self.judges.items()}
+        self.chats = {n: backend(spec["backend"]).chats(spec) for n, spec in self.judges.items()}
         self._prompts_path = Path(prompts)
         self._prompts: dict | None = None
         self.calls: dict[str, dict] = {}  # question id -> its call, verdict and events
@@ -128,7 +129,7 @@ class PromptJudge:
         """One judge's (verdict, reason, model event)."""
         from ..methods import model_event
 
-        chats = backend(self.judges[judge]["backend"]).chats(self.judges[judge])
+        chats = self.chats[judge]
         request = CompletionRequest(
             prompt=prompt,
             stop=(),
