@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from helixbench.datasets.fetch import fetch, resolve_mirror  # noqa: E402
 from helixbench.datasets.questions import load_task_dict  # noqa: E402
+from helixbench.datasets.selection import sample_questions  # noqa: E402
 from helixbench.datasets.upstream import GENEGPT_COMMIT, GENEGPT_REPO, lookup  # noqa: E402
 from helixbench.methods.genegpt import GeneGPT, build_header, recorded_snapshot  # noqa: E402
 from helixbench.models import convert, local  # noqa: E402
-from helixbench.run.shard import sample_questions  # noqa: E402
 from helixbench.sources.recordings import (  # noqa: E402
     load_recording,
     recorded_header,

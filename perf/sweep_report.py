@@ -4,20 +4,21 @@ Run on demand (upstream files from the mirror):
 
     HELIXBENCH_MIRROR=../shared/mirror python perf/sweep_report.py --runs 50 200 1000
 
-Builds N synthetic but realistic runs over the whole question bank (GeneTuring,
-GeneHop, GeneTuring 2025, BioRAGent: every task of each), as a sweep of models x
-methods (a no-tools baseline and GeneGPT masks) would leave them: shard files with
-GeneGPT-shaped transcripts (three model calls and two NCBI calls a question, replies
-of a few kilobytes, ~11 KB a record) and score files whose answers are drawn from
-the gold and from wrong answers (another question's gold), right/wrong metrics
-following the answer and graded ones drawn. The transcripts come in --variants
-sets, each run hard-linking one (a real sweep's shards would each be its own; the
-jobs read them all the same); the scores follow the variant's answers.
+Builds N runs over the whole question bank (GeneTuring, GeneHop, GeneTuring 2025,
+BioRAGent: every task of each), as a sweep of models x methods would leave them.
+--shape gold-oracle (the default, the shape the sweep-scale issue is accepted on):
+every run a clone of a gold oracle's no-tools records (one model call a question,
+"Answer: <gold>"), its own shard file, answers only (the score jobs make the scores).
+--shape drawn: GeneGPT-shaped transcripts (three model calls and two NCBI calls a
+question, replies of a few kilobytes, ~11 KB a record) whose answers are drawn from
+the gold and from wrong answers (another question's gold), in --variants sets, each
+run hard-linking one.
 
 Then, as Snakemake would on a machine of --cores cores, the score jobs (`score_batch`:
-a model's runs, --batch at a time, in one process, each run's scores, which replace the
-drawn ones, and its summary; the batches in parallel; --per-run: a process a run, as
-`helixbench score --summary`), and the report rule (`helixbench report`). Printed per N: the score
+a model's runs, --batch at a time, in one process, each run's scores and its summary,
+every run scored afresh and no verdict kept from an earlier call; the batches in
+parallel; --per-run: a process a run, as `helixbench score --summary`), and the report
+rule (`helixbench report`). Printed per N: the score
 jobs' wall time and mean seconds a job, the report's wall time and peak memory (the
 rule alone: the join), the report's size (index.html, the per-run question files,
 comparisons.csv, question_scores.parquet) against the records' and the index's load
@@ -52,6 +53,7 @@ from helixbench import paths  # noqa: E402
 from helixbench.config import build_plan  # noqa: E402
 from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
 from helixbench.scoring import CORRECTNESS_SCORERS, scorers_for  # noqa: E402
+from helixbench.transcripts import ZSTD_LEVEL, read_records  # noqa: E402
 
 BENCHMARKS = ["geneturing", "genehop", "geneturing2025", "bioragent"]
 SHAPES = {50: (5, 10), 200: (10, 20), 1000: (20, 50)}  # runs -> (models, methods)
@@ -87,6 +89,55 @@ def _reply(rng: random.Random, size: int) -> str:
     return json.dumps(
         {"header": {"type": "esearch", "version": "0.3"}, "esearchresult": {"idlist": ids}}
     )[:size]
+
+
+def make_oracle(plan, questions: list[dict], out: Path) -> None:
+    """The gold oracle's records (shard.jsonl, answers only, no scores) for every
+    question of the plan's first run, as a no-tools run leaves them: one model call a
+    question (the question asked, "Answer: <gold>" replied), __MODEL__ / __METHOD__ in
+    place of names."""
+    tasks = {(t.benchmark, t.task) for t in plan.runs[0].tasks}
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "shard.jsonl", "w") as shard:
+        for q in questions:
+            if (q["benchmark"], q["task"]) not in tasks:
+                continue
+            gold = q["gold"] if isinstance(q["gold"], str) else ", ".join(q["gold"])
+            event = {
+                "type": "model",
+                "index": 0,
+                "data": {
+                    "prompt_sha256": hashlib.sha256(q["text"].encode()).hexdigest(),
+                    "prompt_chars": 600 + len(q["text"]),
+                    "prompt_increment": q["text"],
+                    "continues_previous": False,
+                    "completion": f"Answer: {gold}",
+                    "cache": "miss",
+                    "error": None,
+                    "prompt_tokens": 150 + len(q["text"]) // 4,
+                    "completion_tokens": 5 + len(gold) // 4,
+                    "reused_tokens": None,
+                    "finish_reason": "stop",
+                },
+                "latency_s": 0.4,
+            }
+            record = {
+                "model": "__MODEL__",
+                "method": "__METHOD__",
+                "benchmark": q["benchmark"],
+                "task": q["task"],
+                "snapshot_id": None,
+                "tools_mode": "none",
+                "model_identity": {"backend": "openai", "model": "__MODEL__"},
+                "question_id": q["id"],
+                "header_sha256": None,
+                "answer": f"Answer: {gold}",
+                "error": None,
+                "events": [event],
+                "wall_s": 0.4,
+                "finished_at": 1796300000.0,
+            }
+            shard.write(json.dumps(record) + "\n")
 
 
 def make_variant(plan, questions: list[dict], seed: int, out: Path) -> None:
@@ -198,10 +249,12 @@ def make_variant(plan, questions: list[dict], seed: int, out: Path) -> None:
                     )
 
 
-def build_sweep(work: Path, runs: int, variants: int, mirror) -> tuple[dict, object]:
+def build_sweep(work: Path, runs: int, variants: int, mirror, shape: str) -> tuple[dict, object]:
     config = sweep_config(runs)
     plan = build_plan(config, mirror)
     questions = [json.loads(line) for line in (work / paths.QUESTIONS).read_text().splitlines()]
+    if shape == "gold-oracle":
+        return config, clone_oracle(work, plan, questions)
     made = work / "variants"
     for v in range(variants):
         if not (made / str(v) / "scores.jsonl").is_file():
@@ -210,13 +263,38 @@ def build_sweep(work: Path, runs: int, variants: int, mirror) -> tuple[dict, obj
         v = made / str(i * 7 % variants)
         shard = work / run.shard_paths()[0]
         shard.parent.mkdir(parents=True, exist_ok=True)
+        if not (v / "shard.jsonl.zst").is_file():
+            (v / "shard.jsonl.zst").write_bytes(finished_shard((v / "shard.jsonl").read_text()))
         if not shard.exists():
-            os.link(v / "shard.jsonl", shard)
+            os.link(v / "shard.jsonl.zst", shard)
         score = work / run.score_path
         score.parent.mkdir(parents=True, exist_ok=True)
         text = (v / "scores.jsonl").read_text()
         score.write_text(text.replace("__MODEL__", run.model).replace("__METHOD__", run.method))
     return config, plan
+
+
+def clone_oracle(work: Path, plan, questions: list[dict]):
+    """Every run of the plan a clone of the gold oracle's records: its own shard file
+    (its names in place), no scores (the score jobs make them)."""
+    made = work / "oracle"
+    if not (made / "shard.jsonl").is_file():
+        make_oracle(plan, questions, made)
+    text = (made / "shard.jsonl").read_text()
+    for run in plan.runs:
+        shard = work / run.shard_paths()[0]
+        shard.parent.mkdir(parents=True, exist_ok=True)
+        if not shard.exists():
+            own = text.replace("__MODEL__", run.model).replace("__METHOD__", run.method)
+            shard.write_bytes(finished_shard(own))
+    return plan
+
+
+def finished_shard(text: str) -> bytes:
+    """A shard's records as its job leaves them once done (transcripts.ShardWriter)."""
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(text.encode("utf-8"))
 
 
 def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
@@ -304,6 +382,8 @@ def score_batches(work: Path, config: dict, plan, cores: int, env: dict, size: i
     process a batch of a model's runs, ``size`` at a time), ``cores`` batches at a time:
     wall, and the batches' seconds a run."""
     rescore = {**env, "HELIXBENCH_RESCORE": "1"}  # (timed afresh, whatever is on disk)
+    # (and no verdict kept by an earlier call: the sweep's own runs share theirs)
+    (work / paths.MODEL_CACHE).with_name("verdicts.sqlite").unlink(missing_ok=True)
     commands = [
         [sys.executable, "-c", BATCH_JOB, json.dumps(config), model, batch, str(size)]
         + [paths.QUESTIONS, paths.MODEL_CACHE]
@@ -419,7 +499,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[50, 200, 1000])
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "sweep-report")
-    parser.add_argument("--variants", type=int, default=25, help="distinct transcript sets")
+    parser.add_argument(
+        "--shape",
+        choices=["gold-oracle", "drawn"],
+        default="gold-oracle",
+        help="gold-oracle: every run the gold oracle's answers (no-tools records, answers "
+        "only); drawn: GeneGPT-shaped transcripts with drawn answers and scores",
+    )
+    parser.add_argument("--variants", type=int, default=25, help="distinct transcript sets (drawn)")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--base", type=Path, help="a checkout of an earlier helixbench")
     parser.add_argument("--base-max", type=int, default=50, help="largest N the base runs")
@@ -444,7 +531,7 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     rows = []
     for n in args.runs:
-        work = args.work / f"n{n}"
+        work = args.work / args.shape / f"n{n}"
         work.mkdir(parents=True, exist_ok=True)
         question_bank(work, n, args.cores, env)
         if args.report_only:
@@ -452,7 +539,7 @@ def main() -> None:
             plan = build_plan(config, mirror)
         else:
             started = time.perf_counter()
-            config, plan = build_sweep(work, n, args.variants, mirror)
+            config, plan = build_sweep(work, n, args.variants, mirror, args.shape)
             built = time.perf_counter() - started
             if args.per_run:
                 summaries_wall, per_job = score_all(work, plan, args.cores, env)
@@ -462,7 +549,7 @@ def main() -> None:
                 )
         records = records_size(work, plan)
         row = report_row("this", n, config, work, work / paths.REPORT_DIR, env, records)
-        row["questions/run"] = sum(1 for _ in open(work / plan.runs[0].shard_paths()[0]))
+        row["questions/run"] = len(read_records(work / plan.runs[0].shard_paths()[0]))
         if not args.report_only:
             row |= {"built s": round(built), "score+summary wall s": round(summaries_wall)}
             row["s/run scored+summarized"] = round(per_job, 2)

@@ -179,7 +179,7 @@ def geneturing():
 def run_inspect(args, python: str, mirror: Path) -> dict:
     """The same questions through Inspect AI's generate() against the same server."""
     from helixbench.datasets.questions import read_questions
-    from helixbench.run.shard import sample_questions
+    from helixbench.datasets.selection import sample_questions
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

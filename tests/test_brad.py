@@ -5,7 +5,6 @@ in config/examples/brad.yaml: a test would cost CI half a minute.)"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from helixbench.retrieval import (
     index_settings,
     mmr,
 )
+from helixbench.transcripts import read_records
 
 from .support.geneset_servers import GeneSetServer
 from .test_workflow import read_csv, snakemake
@@ -159,9 +159,9 @@ def test_brad_on_questions_and_gene_sets_beside_the_other_protocols(mirror, tmp_
     (marker,) = (work / "resources" / "index").glob("*/index.json")
     built = marker.stat().st_mtime_ns
     records = [
-        json.loads(line)
-        for path in sorted((work / "results" / "runs" / "llm" / "brad").glob("*/*.jsonl"))
-        for line in path.open()
+        record
+        for path in sorted((work / "results" / "runs" / "llm" / "brad").glob("*/*.jsonl.zst"))
+        for record in read_records(path)
     ]
     assert len(records) == 2 + 2
     for record in records:

@@ -18,10 +18,11 @@ from helixbench.datasets.questions import load_task_dict, write_questions
 from helixbench.datasets.upstream import manifest
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.paths import upstream_path
-from helixbench.run.shard import run_shard, score_run
+from helixbench.run.shard import run_shard
 from helixbench.scoring import Scorers, extracted_score
 from helixbench.scoring.extract import extract_answer, is_bare
 from helixbench.scoring.genegpt import genegpt_score
+from helixbench.scoring.run_scores import score_run
 from helixbench.sources.labbench2 import pinned_reports
 from helixbench.sources.published import SOURCES, coverage, load_items, resolve_source, task_file
 from helixbench.sources.recordings import load_recording

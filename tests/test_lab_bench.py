@@ -20,9 +20,10 @@ from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.choices import LETTERS, Presentation, present, write_templates
 from helixbench.paths import PEER_TEMPLATES
 from helixbench.report.scores import POOLED, score_table
-from helixbench.run.shard import run_shard, score_run
+from helixbench.run.shard import run_shard
 from helixbench.scoring import DEFAULT_SCORING
 from helixbench.scoring.choice import picked
+from helixbench.scoring.run_scores import score_run
 
 PARTS = ("labbench-dbqa", "labbench-seqqa", "labbench-cloning")
 pytestmark = pytest.mark.xdist_group("inspect")  # (its environment, built once)

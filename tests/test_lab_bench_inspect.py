@@ -32,8 +32,9 @@ from helixbench.environments import environment_python
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.choices import LETTERS, present, write_templates
 from helixbench.paths import PEER_TEMPLATES
-from helixbench.run.shard import run_shard, score_run
+from helixbench.run.shard import run_shard
 from helixbench.scoring import DEFAULT_SCORING
+from helixbench.scoring.run_scores import score_run
 
 from .conftest import REPO_ROOT
 

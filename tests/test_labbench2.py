@@ -397,8 +397,8 @@ def _a_scripted_judge_is_measured_on_its_calibration_sample(workdir, mirror, own
     judged accuracy, corrected for them, covers that system's published accuracy."""
     from helixbench.config import build_plan
     from helixbench.report.judges import POOLED, calibration_table, corrected_table
-    from helixbench.run.shard import score_run
     from helixbench.scoring.calibration import calibration_sample
+    from helixbench.scoring.run_scores import score_run
     from helixbench.transcripts import read_records
 
     config = _imported_config(own)

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import zstandard
+
 from helixbench.benchmarks import local_question_table
 from helixbench.config import build_plan
 from helixbench.datasets.questions import write_questions
@@ -24,6 +26,7 @@ from helixbench.run.progress import (
     shard_statuses,
     sidecar_path,
 )
+from helixbench.transcripts import partial_path
 
 from .conftest import REPO_ROOT
 
@@ -58,9 +61,10 @@ def test_progress_lines_are_whole_lines_with_counts_and_an_eta(tmp_path):
 
 def test_status_reads_without_touching_a_torn_partial_file(tmp_path):
     runs = tmp_path / "results" / "runs"
-    done = runs / "m" / "a" / "0123abcd" / "shard-0-of-2.jsonl"
+    done = runs / "m" / "a" / "0123abcd" / "shard-0-of-2.jsonl.zst"  # (compressed)
     done.parent.mkdir(parents=True)
-    done.write_text("".join(json.dumps(_record(q, 1, 0)) + "\n" for q in "xyz"))
+    text = "".join(json.dumps(_record(q, 1, 0)) + "\n" for q in "xyz")
+    done.write_bytes(zstandard.ZstdCompressor().compress(text.encode()))
     partial = runs / "m" / "a" / "0123abcd" / "shard-1-of-2.jsonl.partial"
     lines = [json.dumps(_record("p", 2, 3)), json.dumps(_record("q", 1, 1, "tool_error"))]
     torn = ("\n".join(lines) + "\n" + '{"question_id": "r", "ev').encode()
@@ -78,7 +82,7 @@ def test_status_reads_without_touching_a_torn_partial_file(tmp_path):
         "pid": dead,
         "host": socket.gethostname(),
     }
-    sidecar_path(partial.with_name("shard-1-of-2.jsonl")).write_text(json.dumps(state))
+    sidecar_path(partial.with_name("shard-1-of-2.jsonl.zst")).write_text(json.dumps(state))
     statuses = {s.shard: s for s in shard_statuses(runs, now=now)}
     assert partial.read_bytes() == torn  # read only: the torn line stays for the job
     assert read_counts(partial).done == 2
@@ -116,9 +120,15 @@ def test_status_of_a_running_shard_then_killed_then_resumed(mirror, tmp_path):
         }
         run = build_plan(config, mirror).runs[0]
         output = (
-            tmp_path / "results" / "runs" / "llm" / "no-tools" / "0123abcd" / "shard-0-of-1.jsonl"
+            tmp_path
+            / "results"
+            / "runs"
+            / "llm"
+            / "no-tools"
+            / "0123abcd"
+            / "shard-0-of-1.jsonl.zst"
         )
-        partial = output.with_name(output.name + ".partial")
+        partial = partial_path(output)
         command = [sys.executable, "-m", "helixbench", "run", "--spec", json.dumps(run.spec())]
         command += ["--shard", "0", "--questions", str(questions), "--out", str(output)]
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
@@ -167,9 +177,10 @@ def test_status_lists_every_planned_shard_started_or_not(tmp_path):
     done = runs / "m" / "x" / "0123abcd" / "shard-0-of-2.jsonl"
     done.parent.mkdir(parents=True)
     done.write_text(json.dumps(_record("a", 1, 0)) + "\n")
-    planned = [("m / x", "results/runs/m/x/0123abcd/shard-0-of-2.jsonl")]
-    planned += [("m / x", "results/runs/m/x/0123abcd/shard-1-of-2.jsonl")]
-    planned += [("n / y", "results/runs/n/y/4567cdef/shard-0-of-1.jsonl")]
+    # (done: an earlier version's uncompressed output, which the shard's job compresses)
+    planned = [("m / x", "results/runs/m/x/0123abcd/shard-0-of-2.jsonl.zst")]
+    planned += [("m / x", "results/runs/m/x/0123abcd/shard-1-of-2.jsonl.zst")]
+    planned += [("n / y", "results/runs/n/y/4567cdef/shard-0-of-1.jsonl.zst")]
     statuses = shard_statuses(runs, planned=planned)
     assert [(s.run, s.shard, s.state) for s in statuses] == [
         ("m / x", "0 of 2", "done"),

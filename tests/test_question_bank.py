@@ -12,8 +12,8 @@ import pytest
 from helixbench.benchmarks import load_all, tasks_of
 from helixbench.datasets.overlap import link_overlaps
 from helixbench.datasets.questions import Question, csv_rows, table_questions
+from helixbench.datasets.selection import answered_by, run_questions, sample_questions
 from helixbench.report.question_bank import gold_differences, overlap_summary
-from helixbench.run.shard import answered_by, run_questions, sample_questions
 from helixbench.scoring import DEFAULT_SCORING, PLAIN_SCORERS, scorers_for
 from helixbench.scoring.genegpt import genegpt_score
 from helixbench.scoring.labels import tf_label, yes_no

@@ -17,6 +17,7 @@ import yaml
 
 from helixbench.benchmarks import load_all
 from helixbench.loopback.openai import OpenAIServer
+from helixbench.transcripts import read_records
 
 from .test_workflow import read_csv, snakemake
 
@@ -132,8 +133,8 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
     html = (report / "index.html").read_text()
     assert 'id="question-bank"' in html
     # GeneTuring and GeneTuring 2025 share task names: each run's count is its own.
-    shards = (tmp_path / "results" / "runs" / "oracle" / "no-tools").glob("*/*.jsonl")
-    records = sum(len(p.read_text().splitlines()) for p in shards)
+    shards = (tmp_path / "results" / "runs" / "oracle" / "no-tools").glob("*/*.jsonl.zst")
+    records = sum(len(read_records(p)) for p in shards)
     assert records >= 9 + 16 + 15 - 5 and f">oracle / no-tools ({records})</option>" in html
     # The QA leaderboard keeps to GeneTuring and GeneHop; leaderboard.csv holds every
     # board's rows, each by its board's metric and scorer.

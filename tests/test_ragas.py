@@ -152,7 +152,7 @@ def test_brads_three_configurations_scored_by_ragas_as_ragas_evaluate_scores_the
         questions = {q.id: q for q in read_questions(work / "resources/benchmarks/questions.jsonl")}
         samples = {}
         for method in three:
-            (shard,) = (work / "results" / "runs" / "llm" / method).glob("*/*.jsonl")
+            (shard,) = (work / "results" / "runs" / "llm" / method).glob("*/*.jsonl.zst")
             samples[method] = [
                 sample_of(questions[r["question_id"]], r) for r in read_records(shard)
             ]

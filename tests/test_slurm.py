@@ -35,7 +35,7 @@ CONFIG = {
 def results(workdir: Path) -> dict:
     """Every shard's records (timings aside) and every run's scores, by path."""
     out = {}
-    for path in sorted((workdir / "results" / "runs").rglob("*.jsonl")):
+    for path in sorted((workdir / "results" / "runs").rglob("*.jsonl.zst")):
         out[str(path.relative_to(workdir))] = [without_timings(r) for r in read_records(path)]
     for path in sorted((workdir / "results" / "scores").rglob("*.jsonl")):
         out[str(path.relative_to(workdir))] = path.read_text()

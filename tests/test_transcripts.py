@@ -10,10 +10,13 @@ import sys
 import time
 
 import pytest
+import zstandard
 
 from helixbench.config import build_plan
 from helixbench.datasets.questions import load_task_dict, write_questions
-from helixbench.transcripts import ShardWriter, read_records, without_timings
+from helixbench.errors import DataError
+from helixbench.run.progress import read_counts
+from helixbench.transcripts import ShardWriter, partial_path, read_records, without_timings
 
 
 def test_torn_and_duplicate_lines_are_recovered(tmp_path):
@@ -42,6 +45,43 @@ def test_partial_from_another_configuration_is_set_aside(tmp_path):
     writer = ShardWriter(out, "new")
     assert writer.records == [] and not partial.exists()
     assert partial.with_name(partial.name + ".stale").read_text() == old
+
+
+def test_a_finished_shard_is_compressed_and_every_reader_inflates_it(tmp_path):
+    """The declared output (.jsonl.zst) holds the records zstd-compressed, about a tenth
+    of the lines' size; read_records and status read it as text; a file cut short is an
+    error naming it; and an earlier version's uncompressed output resumes the shard (no
+    question asked again) and is replaced by the compressed one."""
+    out = tmp_path / "shard-0-of-1.jsonl.zst"
+    assert partial_path(out).name == "shard-0-of-1.jsonl.partial"
+    writer = ShardWriter(out, "k1")
+    records = [
+        {"question_id": f"q{i}", "answer": f"Answer: BRCA{i % 3}", "events": [], "wall_s": 1.0}
+        for i in range(200)
+    ]
+    for record in records:
+        writer.append(record)
+    writer.finalize([r["question_id"] for r in records])
+    lines = "".join(json.dumps({**r, "run_key": "k1"}) + "\n" for r in records).encode()
+    data = out.read_bytes()
+    assert data.startswith(b"\x28\xb5\x2f\xfd") and len(data) < len(lines) / 8
+    assert zstandard.ZstdDecompressor().decompress(data) == lines
+    assert read_records(out) == [{**r, "run_key": "k1"} for r in records]
+    assert read_counts(out).done == 200
+
+    (tmp_path / "cut").mkdir()
+    cut = tmp_path / "cut" / out.name
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataError, match=f"{cut}: a zstd stream cut short"):
+        read_records(cut)
+
+    legacy = tmp_path / "legacy" / "shard-0-of-1.jsonl"
+    legacy.parent.mkdir()
+    legacy.write_bytes(lines)
+    resumed = ShardWriter(legacy.with_name(legacy.name + ".zst"), "k1")
+    assert resumed.done == {r["question_id"] for r in records} and not legacy.exists()
+    resumed.finalize([r["question_id"] for r in records])
+    assert read_records(legacy.with_name(legacy.name + ".zst")) == read_records(out)
 
 
 # Runs one shard in a child process whose writer sleeps after each record, so

@@ -46,7 +46,7 @@ TOOL_CACHE_SEED = "resources/cache/seeds/{recording}/{files}.json"
 
 
 RUNS_DIR = "results/runs"
-RUN_SHARD = RUNS_DIR + "/{model}/{method}/{variant}/shard-{shard}-of-{shards}.jsonl"
+RUN_SHARD = RUNS_DIR + "/{model}/{method}/{variant}/shard-{shard}-of-{shards}.jsonl.zst"
 RUN_SCORES = "results/scores/{model}/{method}/{variant}.jsonl"
 # The calls of the run's model-based scorers that judge with a model (RAGAs' judge),
 # by question: JSON lines {question_id, events}.

@@ -131,9 +131,9 @@ def plan(args) -> None:
     from ..benchmarks import local_question_table
     from ..datasets.fetch import resolve_mirror
     from ..datasets.questions import NEEDS_FILES
+    from ..datasets.selection import answered_by, run_questions
     from ..report.question_bank import overlap_summary
     from ..report.text import counted
-    from ..run.shard import answered_by, run_questions
 
     config, plan = config_and_plan(args)
     mirror = resolve_mirror(config.get("mirror"))

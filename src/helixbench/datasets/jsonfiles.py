@@ -2,6 +2,8 @@
 
 Upstream files (local copies under ``resources/upstream/``) are checked against
 their pinned sha256 as they are read (:func:`helixbench.datasets.upstream.verified_bytes`).
+A file compressed with zstd or gzip (a finished shard's records: ``.jsonl.zst``) is
+read as its text, by its first bytes, whatever its name.
 """
 
 from __future__ import annotations
@@ -12,10 +14,38 @@ from pathlib import Path
 from ..errors import DataError
 from .upstream import verified_bytes
 
+ZSTD_MAGIC, GZIP_MAGIC = b"\x28\xb5\x2f\xfd", b"\x1f\x8b"
+
+
+def decompressed(data: bytes, path: str | Path = "") -> bytes:
+    """``data`` as stored, or inflated where it is a zstd or gzip stream; DataError
+    naming the file where the stream is cut short or corrupt."""
+    if data.startswith(ZSTD_MAGIC):
+        import zstandard
+
+        inflating = zstandard.ZstdDecompressor().decompressobj()
+        try:
+            text = inflating.decompress(data)
+        except zstandard.ZstdError as exc:
+            raise DataError(f"{path}: a corrupt zstd stream ({exc})") from None
+        if not inflating.eof:
+            raise DataError(f"{path}: a zstd stream cut short")
+        return text
+    if data.startswith(GZIP_MAGIC):
+        import gzip
+        import zlib
+
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataError(f"{path}: a gzip stream cut short or corrupt ({exc})") from None
+    return data
+
 
 def read_text(path: str | Path, expected_sha256: str | None = None) -> str:
-    """The text of ``path`` (UTF-8); an upstream file is checked against its pin."""
-    data = verified_bytes(path, expected_sha256)
+    """The text of ``path`` (UTF-8, inflated where compressed); an upstream file is
+    checked against its pin (its bytes as stored)."""
+    data = decompressed(verified_bytes(path, expected_sha256), path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

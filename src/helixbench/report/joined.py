@@ -130,10 +130,16 @@ def joined_scores(plan: Plan, summaries: dict[str, dict]) -> pd.DataFrame:
             )
         ]
     )
-    groups = tasks.groupby(["benchmark", "model", "method", "metric"], sort=False)
-    macro_of = {key: i for i, key in enumerate(groups.groups)}
-    covered = {key: set(group.task) for key, group in groups}
-    first = {key: by_key[(key[1], key[2], key[0], group.task.iloc[0])] for key, group in groups}
+    # Each (benchmark, model, method, metric)'s tasks, in the order of first appearance
+    # (one pass over the rows: a sweep's table has tens of thousands of groups).
+    covered: dict[tuple, set] = {}
+    first = {}
+    group_keys = zip(tasks.benchmark, tasks.model, tasks.method, tasks.metric, strict=True)
+    for key, task in zip(group_keys, tasks.task, strict=True):
+        if key not in covered:
+            covered[key], first[key] = set(), by_key[(key[1], key[2], key[0], task)]
+        covered[key].add(task)
+    macro_of = {key: i for i, key in enumerate(covered)}
     macros = frame[frame.task == "macro"]
     macro_keys = list(
         zip(macros.benchmark, macros.model, macros.method, macros.metric, strict=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import numpy as np
 import pandas as pd
 
 from ..benchmarks import get, tasks_of
@@ -40,17 +41,24 @@ def _recording(task: RunTask) -> str | None:
 def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     """scores.csv: one row per (run, task, metric), plus macro rows (n = tasks averaged)."""
     rows = []
-    by_task = dict(list(scores.groupby(["model", "method", "benchmark", "task"], sort=False)))
+    # (one pass over the rows: each (task, metric)'s positions, not a frame a group)
+    values, outside_demos = scores.score.to_numpy(float), scores.demo.isna().to_numpy()
+    where: dict[tuple, dict[str, np.ndarray]] = {}
+    if len(scores):
+        keys = ["model", "method", "benchmark", "task", "metric"]
+        for (*task_key, metric), at in scores.groupby(keys, sort=False).indices.items():
+            where.setdefault(tuple(task_key), {})[metric] = at
     for task in plan.tasks:
-        ran = by_task.get((task.model, task.method, task.benchmark, task.task), scores.iloc[:0])
+        ran = where.get((task.model, task.method, task.benchmark, task.task), {})
         variants = {}
-        for scorer, per_q in ran.groupby("metric", sort=True):
-            variants[scorer] = per_q
-            variants[f"{scorer}_excl_demos"] = per_q[per_q.demo.isna()]
-        for metric, frame in variants.items():
-            if frame.empty:
+        for scorer in sorted(ran):
+            at = ran[scorer]
+            variants[scorer] = values[at]
+            variants[f"{scorer}_excl_demos"] = values[at[outside_demos[at]]]
+        for metric, found in variants.items():
+            if not found.size:
                 continue
-            interval = mean_interval(frame.score)
+            interval = mean_interval(found)
             rows.append(
                 {
                     "benchmark": task.benchmark,
@@ -58,8 +66,8 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                     "model": task.model,
                     "method": task.method,
                     "metric": metric,
-                    "n": len(frame),
-                    "score": frame.score.mean(),
+                    "n": found.size,
+                    "score": found.mean(),
                     "paper": published(
                         _recording(task),
                         task.method_spec.get("mask"),
@@ -71,7 +79,7 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                     "ci_high": interval.high,
                     "_recording": _recording(task),
                     "_mask": task.method_spec.get("mask"),
-                    "_scores": list(frame.score),
+                    "_scores": found.tolist(),
                 }
             )
     table = pd.DataFrame(rows)

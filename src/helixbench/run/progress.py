@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import paths
-from ..transcripts import complete_lines, first_of_each_question
+from ..datasets.jsonfiles import decompressed
+from ..transcripts import COMPRESSED, complete_lines, first_of_each_question
 
 # Seconds between two progress lines at most once a second's work is done; every
 # question of a slow model (seconds or minutes each) gets its line.
@@ -32,6 +33,12 @@ SIDECAR_SUFFIX = ".progress.json"
 # (ShardProgress.pace), not tqdm's: from the questions after this job's first, since
 # the first also pays for loading the model and encoding the prompt's header.
 BAR_FORMAT = "{desc}: {n_fmt}/{total_fmt} questions ({percentage:.0f}%){postfix}"
+
+
+def shard_output(path: Path) -> Path:
+    """The declared output of the shard whose file (finished, partial, or an earlier
+    version's uncompressed output) is ``path``."""
+    return path.with_name(path.name.split(".jsonl")[0] + ".jsonl" + COMPRESSED)
 
 
 def sidecar_path(shard_output: Path) -> Path:
@@ -253,7 +260,7 @@ def read_counts(path: Path) -> Counts:
     """The counts of a shard file, read as a resuming job reads it (a last line torn by
     a write in progress is left out) but only read: the file is never changed."""
     counts = Counts()
-    for record in first_of_each_question(complete_lines(path.read_bytes())[0]):
+    for record in first_of_each_question(complete_lines(decompressed(path.read_bytes()))[0]):
         counts.add(record)
     return counts
 
@@ -284,11 +291,11 @@ def shard_statuses(
     found = _found_statuses(Path(runs_dir), time.time() if now is None else now)
     if planned is None:
         return found
-    by_output = {s.path.removesuffix(".partial"): s for s in found}
+    by_output = {str(shard_output(Path(s.path))): s for s in found}
     statuses = []
     for label, output in planned:
         path = str(Path(runs_dir) / Path(output).relative_to(paths.RUNS_DIR))
-        shard, shards = Path(output).stem.split("-")[1::2]
+        shard, shards = Path(output).name.split(".jsonl")[0].split("-")[1::2]
         status = by_output.pop(path, None) or ShardStatus(
             label, f"{shard} of {shards}", "not started", 0, None, 0, 0, 0, None, None, None, path
         )
@@ -300,15 +307,14 @@ def _found_statuses(runs_dir: Path, now: float) -> list[ShardStatus]:
     statuses = []
     for path in sorted(Path(runs_dir).glob("*/*/*/shard-*-of-*.jsonl*")):
         name = path.name
-        if name.endswith(".jsonl"):
+        if name.endswith((".jsonl.zst", ".jsonl")):  # (.jsonl: an earlier version's)
             partial = False
         elif name.endswith(".jsonl.partial"):
             partial = True
         else:
             continue
-        base = name.split(".jsonl")[0]  # shard-1-of-2
-        _, shard, _, shards = base.split("-")
-        output = path.with_name(base + ".jsonl")
+        _, shard, _, shards = name.split(".jsonl")[0].split("-")  # shard-1-of-2
+        output = shard_output(path)
         if partial and output.exists():
             continue  # finished since: the output counts
         counts = read_counts(path)

@@ -1,91 +1,29 @@
-"""Run one shard of a run (model x method, over its tasks), and score a run's shards.
+"""Run one shard of a run (model x method, over its tasks).
 
-These are the bodies of the workflow's run and score jobs: they take plain
-paths and the JSON spec the plan made, so they are as easy to call from a test
-as from a Snakemake rule.
+The body of the workflow's run jobs: it takes plain paths and the JSON spec the plan
+made, so it is as easy to call from a test as from a Snakemake rule. A run's scores are
+:mod:`..scoring.run_scores`'.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..datasets.overlap import ASKED_ONCE
-from ..datasets.questions import Question, read_questions
+from ..datasets.questions import read_questions
+from ..datasets.selection import shard_questions
 from ..digests import sha256_json, sha256_text
 from ..methods import TaskContext, prepare
 from ..models import ModelError, backend, create_model, serving_settings
-from ..scoring import Scorers, embeddings_dir
-from ..scoring.background import dataset_names, read_background
-from ..scoring.calibration import calibration_sample
-from ..scoring.jury import judge_names
-from ..scoring.rag_assessment import applies as ragas_applies
-from ..scoring.rag_assessment import ragas_scores
+from ..scoring import embeddings_dir
 from ..sources.recordings import RecordingReader
-from ..transcripts import ShardWriter, read_records, to_record
+from ..transcripts import ShardWriter, to_record
 from .health import shard_warnings
 from .progress import ShardProgress
 
 log = logging.getLogger("helixbench.run")
-
-
-def run_questions(questions: list[Question], spec: dict) -> list[tuple[dict, Question]]:
-    """Every (task spec, question) the run asks, task by task in plan order, each task
-    cut to its ``sample`` if the run names one. A question that repeats another of the
-    run word for word (:data:`helixbench.datasets.overlap.ASKED_ONCE`) is not asked again: its
-    counterpart's answer is scored for it (:func:`answered_by`)."""
-    chosen = _covered(questions, spec)
-    ids = {q.id for _, q in chosen}
-    return [(t, q) for t, q in chosen if not _asked_as(q, ids)]
-
-
-def answered_by(questions: list[Question], spec: dict) -> dict[str, str]:
-    """Question id -> the id of the question of the same run whose answer it takes."""
-    chosen = _covered(questions, spec)
-    ids = {q.id for _, q in chosen}
-    return {q.id: q.overlap_id for _, q in chosen if _asked_as(q, ids)}
-
-
-def _asked_as(question: Question, ids: set[str]) -> bool:
-    return question.overlap in ASKED_ONCE and question.overlap_id in ids
-
-
-def _covered(questions: list[Question], spec: dict) -> list[tuple[dict, Question]]:
-    by_task: dict[tuple[str, str], list[Question]] = {}
-    for q in questions:
-        by_task.setdefault((q.benchmark, q.task), []).append(q)
-    chosen = []
-    for task in spec["tasks"]:
-        of_task = by_task.get((task["benchmark"], task["task"]))
-        if not of_task:
-            raise ValueError(f"no questions for {task['benchmark']} / {task['task']}")
-        if task.get("imported_format") is None:  # (only its source asks for the hub's files)
-            of_task = [q for q in of_task if q.askable]
-        if spec.get("sample"):
-            of_task = sample_questions(of_task, spec["sample"])
-        chosen += [(task, q) for q in of_task]
-    return chosen
-
-
-def shard_questions(
-    questions: list[Question], spec: dict, shard: int
-) -> list[tuple[dict, Question]]:
-    """The run's questions that fall in ``shard``: round robin over all its tasks, so
-    every shard gets a like mix of tasks (and of slow and fast questions)."""
-    chosen = run_questions(questions, spec)
-    return [pair for i, pair in enumerate(chosen) if i % spec["shards"] == shard]
-
-
-def sample_questions(questions: list[Question], n: int) -> list[Question]:
-    """A fixed pseudo-random choice of ``n`` questions (by the digest of their ids), in
-    question order: the same sample on every machine, for every model. An item shared
-    with GeneTuring or GeneHop is drawn by its counterpart's id, so samples of two
-    benchmarks take the same shared items (asked once, compared pairwise)."""
-    chosen = sorted(questions, key=lambda q: sha256_text(q.overlap_id or q.id))[:n]
-    return sorted(chosen, key=lambda q: q.index)
 
 
 @dataclass
@@ -276,121 +214,3 @@ def transient_failure(result) -> bool:
         return False
     calls = [e for e in result.events if e.type == "model"]
     return bool(calls) and calls[-1].data.get("transient", False)
-
-
-def _row(spec: dict, question, record: dict, metric: str, score: float, scored_by) -> dict:
-    return {
-        "question_id": question.id,
-        "index": question.index,
-        "model": spec["model"],
-        "method": spec["method"],
-        "benchmark": question.benchmark,
-        "task": question.task,
-        "metric": metric,
-        "score": score,
-        "demo": question.demo,
-        "error": record["error"],
-        "answered_as": record.get("answered_as"),
-        "scored_by": scored_by,
-    }
-
-
-def _write_lines(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tmp.replace(path)
-
-
-def score_run(
-    spec: dict,
-    questions_path: Path,
-    shard_paths: list[Path],
-    output: Path,
-    scoring: dict,
-    scorer_models: dict | None = None,
-    model_cache: Path | None = None,
-    background: Path | None = None,
-    ragas_env: str | None = None,
-    judge_calls: Path | None = None,
-    questions: list[Question] | None = None,
-    shared: dict | None = None,
-) -> tuple[list[dict], list]:
-    """Per-question scores of one run, one JSON line per (question, metric); the
-    scorers of each task come from ``scoring`` (the config's section). ``background``:
-    the percentile scorer's names (one a line); else the three datasets' names.
-    ``ragas_env``: RAGAs' environment, for a run it scores (``scoring.ragas``), whose
-    judge's calls go to ``judge_calls`` by question. Returns the run's records and the
-    question table as read, for its summary in the same job (no second read).
-    ``questions``: that table, read once for a batch of runs; ``shared``: the heavy
-    scorers (an encoder, a background) a batch builds once (:class:`.Scorers`)."""
-    every = read_questions(questions_path) if questions is None else questions
-    questions = {q.id: q for q in every}
-    shared = {} if shared is None else shared
-    key = ("background", str(background))
-    if key not in shared:  # (11,143 names: read once a batch)
-        shared[key] = read_background(background) if background else dataset_names(every)
-    calibrating = None  # (a published run: the judge grades its calibration sample only)
-    if spec["model_spec"].get("backend") == "imported" and judge_names(scoring):
-        if ("calibration",) not in shared:
-            shared[("calibration",)] = calibration_sample(every, scoring)
-        calibrating = shared[("calibration",)]
-    scorers = Scorers(scoring, scorer_models, model_cache, shared[key], calibrating, shared)
-    shard_records = [record for path in shard_paths for record in read_records(path)]
-    records = list(shard_records)  # (and the second benchmarks' answers added below)
-    by_id = {record["question_id"]: record for record in records}
-    # A question asked once for two benchmarks: its answer scored against each gold.
-    for question_id, asked in answered_by(every, spec).items():
-        if asked in by_id:
-            records.append({**by_id[asked], "question_id": question_id, "answered_as": asked})
-    rows = []
-    for record in records:
-        question = questions[record["question_id"]]
-        for name, scorer in scorers.for_task(question.task):
-            if getattr(scorer, "per_record", False):  # (multiple choice: the choice picked)
-                score = scorer.score_record(question, record)
-            else:
-                score = scorer(question.task, record["answer"], question.gold, question.text)
-            if score is None:
-                continue
-            score, reason = score if isinstance(score, tuple) else (score, None)
-            row = _row(spec, question, record, name, score, scorers.scored_by(name))
-            rows.append({**row, "reason": reason} if reason is not None else row)
-    calls = {}
-    if ragas_env and ragas_applies(spec, scoring):
-        own = [r for r in records if "answered_as" not in r]
-        found, calls = ragas_scores(
-            own,
-            questions,
-            scoring["ragas"],
-            scorer_models or {},
-            scorers.get("embedding"),
-            ragas_env,
-            model_cache,
-        )
-        for found_row in found:
-            if found_row["score"] is None:
-                continue
-            question, record = questions[found_row["id"]], by_id[found_row["id"]]
-            rows.append(
-                _row(
-                    spec,
-                    question,
-                    record,
-                    found_row["metric"],
-                    found_row["score"],
-                    found_row["scored_by"],
-                )
-            )
-    calls.update(scorers.judge_calls())  # (a benchmark's own judge: LABBench2's, BixBench's)
-    rows.sort(key=lambda r: (r["benchmark"], r["task"], r["metric"], r["index"]))
-    _write_lines(Path(output), rows)
-    if judge_calls is not None:
-        # (RAGAs': the events; LABBench2's judge: the verdict and the events)
-        entries = [
-            {"question_id": q, **(e if isinstance(e, dict) else {"events": e})}
-            for q, e in calls.items()
-        ]
-        _write_lines(Path(judge_calls), entries)
-    log.info("%d scores; model-based scorers: %s", len(rows), scorers.identities())
-    return shard_records, every

@@ -150,6 +150,9 @@ CORRECTNESS_SCORERS = frozenset(
 )
 # Scorers that load a model and hold no state of a run: built once for a batch of runs.
 SHAREABLE = frozenset({"embedding", "percentile"})
+# Scorers whose verdicts are kept by content across runs and jobs (:mod:`.kept_verdicts`):
+# those that read only the task, answer, gold and question.
+KEPT_BY_CONTENT = frozenset(PLAIN_SCORERS) | {"embedding"}
 # Scorers that ask a model of the registry, and the scoring key naming it.
 MODEL_SCORERS = {"judge": "judge", "model_extracted": "extractor"}
 
@@ -197,6 +200,7 @@ class Scorers:
         self._calibrating = calibrating
         self._shared = {} if shared is None else shared
         self._built: dict[str, Scorer] = {}
+        self._namespaces: dict[tuple, str] = {}
         self._models = models or {}
         self._model_cache = model_cache
         self._candidates = candidates or []
@@ -278,6 +282,27 @@ class Scorers:
 
     def for_task(self, task: str) -> list[tuple[str, Scorer]]:
         return [(name, self.get(name)) for name in scorers_for(task, self.scoring)]
+
+    def namespace(self, names: list[str]) -> str | None:
+        """Where the verdicts of ``names``' kept scorers are kept by content
+        (:mod:`.kept_verdicts`); None: none of them is kept (each reads more than the
+        answer)."""
+        kept = tuple(n for n in names if n in KEPT_BY_CONTENT)
+        if not kept:
+            return None
+        if kept not in self._namespaces:
+            from .batch import code_digest
+            from .kept_verdicts import namespace
+
+            identities = {}
+            for name in kept:
+                if name == "embedding":
+                    scorer = self.get(name)
+                    identities[name] = scorer.identity() | scorer.versions()
+                else:
+                    identities[name] = None
+            self._namespaces[kept] = namespace(identities, code_digest())
+        return self._namespaces[kept]
 
     def scored_by(self, name: str) -> str | None:
         """What produced ``name``'s scores where a model did (the encoder), else None."""

@@ -167,7 +167,7 @@ def score_and_summarize(
 ) -> None:
     """A run's per-question scores and, with ``summary_dir``, its summary (one read of
     its records)."""
-    from ..run.shard import score_run
+    from .run_scores import score_run
 
     shard_records, question_table = score_run(
         spec, questions_path, shards, scores, scoring,
