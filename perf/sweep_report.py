@@ -53,7 +53,7 @@ from helixbench import paths  # noqa: E402
 from helixbench.config import build_plan  # noqa: E402
 from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
 from helixbench.scoring import CORRECTNESS_SCORERS, scorers_for  # noqa: E402
-from helixbench.transcripts import ZSTD_LEVEL, read_records  # noqa: E402
+from helixbench.transcripts import read_records  # noqa: E402
 
 BENCHMARKS = ["geneturing", "genehop", "geneturing2025", "bioragent"]
 SHAPES = {50: (5, 10), 200: (10, 20), 1000: (20, 50)}  # runs -> (models, methods)
@@ -263,10 +263,11 @@ def build_sweep(work: Path, runs: int, variants: int, mirror, shape: str) -> tup
         v = made / str(i * 7 % variants)
         shard = work / run.shard_paths()[0]
         shard.parent.mkdir(parents=True, exist_ok=True)
-        if not (v / "shard.jsonl.zst").is_file():
-            (v / "shard.jsonl.zst").write_bytes(finished_shard((v / "shard.jsonl").read_text()))
+        kept = v / f"shard{''.join(shard.suffixes)}"
+        if not kept.is_file():
+            kept.write_bytes(finished_shard(kept, (v / "shard.jsonl").read_text()))
         if not shard.exists():
-            os.link(v / "shard.jsonl.zst", shard)
+            os.link(kept, shard)
         score = work / run.score_path
         score.parent.mkdir(parents=True, exist_ok=True)
         text = (v / "scores.jsonl").read_text()
@@ -286,13 +287,18 @@ def clone_oracle(work: Path, plan, questions: list[dict]):
         shard.parent.mkdir(parents=True, exist_ok=True)
         if not shard.exists():
             own = text.replace("__MODEL__", run.model).replace("__METHOD__", run.method)
-            shard.write_bytes(finished_shard(own))
+            shard.write_bytes(finished_shard(shard, own))
     return plan
 
 
-def finished_shard(text: str) -> bytes:
-    """A shard's records as its job leaves them once done (transcripts.ShardWriter)."""
+def finished_shard(path: Path, text: str) -> bytes:
+    """A shard's records as its job leaves them once done (transcripts.ShardWriter):
+    compressed, or as lines where the code timed is an earlier version's (--base)."""
+    if not str(path).endswith(".zst"):
+        return text.encode("utf-8")
     import zstandard
+
+    from helixbench.transcripts import ZSTD_LEVEL
 
     return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(text.encode("utf-8"))
 

@@ -481,3 +481,37 @@ def test_no_text_of_a_run_can_end_the_bundled_pages_script(tmp_path):
     inlined.write_text(script.replace("\\u003c", "<"))  # (as the page's script reads it)
     assert read_details(inlined) == data
     assert len(inline_run_scripts(plan)) == 2
+
+
+def test_the_leaderboard_figure_draws_at_most_twice_its_top_runs_of_a_tie(tmp_path):
+    """A sweep of like systems ties by the hundred: the figure draws the first
+    2 x TOP_RUNS of a benchmark (a bar each) and counts the rest, not 300 bars."""
+    import struct
+
+    from helixbench.report.figures import TOP_RUNS, leaderboard_figure
+
+    def board(runs: int) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "run": [f"m{i} / no-tools" for i in range(runs)],
+                "benchmark": "geneturing",
+                "rank": 1,
+                "extracted": 0.5,
+                "genegpt": 0.4,
+                "ci_low": 0.45,
+                "ci_high": 0.55,
+                "partial": False,
+                "imported": False,
+                "tasks": 9,
+                "benchmark_tasks": 9,
+                "answers": 450,
+            }
+        )
+
+    def height(runs: int) -> int:
+        out = tmp_path / str(runs)
+        out.mkdir()
+        leaderboard_figure(board(runs), out)
+        return struct.unpack(">II", (out / "leaderboard.png").read_bytes()[16:24])[1]
+
+    assert height(300) == height(2 * TOP_RUNS) > height(TOP_RUNS)

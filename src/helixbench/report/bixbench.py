@@ -28,7 +28,7 @@ from ..config.plan import Plan
 from ..paths import upstream_path
 from ..stats import mean_interval, paired_interval, paired_test
 from .frontier import _rounded, verdict_metric
-from .records import primary_metric
+from .records import primary_metric, rows_by_run
 
 BENCHMARKS = ("bixbench-mcq", "bixbench-open")
 FIGURES = ("accuracy", "precision", "coverage", "n_total", "n_correct", "n_sure")
@@ -64,9 +64,12 @@ def aggregates() -> dict[str, dict]:
 def bixbench_table(plan: Plan, scores: pd.DataFrame, summaries: dict) -> pd.DataFrame:
     published = aggregates() if any(t.benchmark in BENCHMARKS for t in plan.tasks) else {}
     rows = []
+    of_run = rows_by_run(scores[scores.benchmark.isin(BENCHMARKS)])
     for run in plan.runs:
+        if not any(t.benchmark in BENCHMARKS for t in run.tasks):
+            continue
         asked = {f["task"]: f["questions"] for f in summaries[run.label]["tasks"]}
-        own = scores[(scores.run == run.label) & scores.benchmark.isin(BENCHMARKS)]
+        own = of_run(run.label)
         for task in (t for t in run.tasks if t.benchmark in BENCHMARKS):
             version, mode = TASKS[task.task]
             figures = _figures(own[own.task == task.task], task.benchmark)
@@ -212,8 +215,13 @@ def beside_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     """Per run: LAB-Bench (pooled accuracy over what it asked), LABBench2 (its verdicts
     over every question it has one for) and BixBench's v1 zero-shot figures."""
     rows = []
+    shown = {"v1/mcq-refusal", "v1/mcq", "v1/open"}  # (a run without them is left out)
+    labbench = [b for b in scores.benchmark.unique() if str(b).startswith("labbench")]
+    of_run = rows_by_run(scores[scores.benchmark.isin(labbench) | scores.task.isin(list(shown))])
     for run in plan.runs:
-        own = scores[scores.run == run.label]
+        if not any(t.task in shown for t in run.tasks):
+            continue
+        own = of_run(run.label)
         lab = own[own.benchmark.astype(str).str.startswith("labbench-")]
         lab = lab[lab.metric == "accuracy"]
         lb2 = own[(own.benchmark == "labbench2") & (own.metric == verdict_metric(run))]

@@ -293,11 +293,12 @@ def disagreement_table(summaries: dict, questions: dict) -> pd.DataFrame:
 def successors_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     """Per run, each LAB-Bench subset it ran beside its LABBench2 successor (every mode
     pooled): the share right of each, over its questions."""
-    from .records import primary_metric
+    from .records import primary_metric, rows_by_run
 
     rows = []
+    of_run = rows_by_run(scores[scores.benchmark.isin([*SUCCESSORS, BENCHMARK])])
     for run in plan.runs:
-        own = scores[scores.run == run.label]
+        own = of_run(run.label)
         for benchmark, (subset, tag) in SUCCESSORS.items():
             old = own[own.benchmark == benchmark]  # (categories: compared as text)
             wanted = [primary_metric(plan, t) for t in old.task.astype(str)]

@@ -121,11 +121,12 @@ def protocol_table(
     question bank's leaderboards (their macro is of each task's primary score)."""
     rows = []
     macros = macro_rows(summary)
+    bank_macro = _bank_macros(bank_board)
     for (model, benchmark), runs in protocol_runs(plan).items():
         for run in runs:
             of_run = [facts[t] for t in run.tasks if t.benchmark == benchmark]
             if benchmark in BANK:
-                macro = _bank_macro(bank_board, run.label, benchmark)
+                macro = bank_macro(run.label, benchmark)
             else:
                 macro = macros.get((run.model, run.method, benchmark), summary.iloc[:0])
                 macro = macro[macro.metric == metric_of(benchmark)]
@@ -204,13 +205,16 @@ def _best_per_protocol(runs: list, protocols: pd.DataFrame) -> list:
     return [run for run in runs if run in best.values()]
 
 
-def _bank_macro(board: pd.DataFrame | None, run: str, benchmark: str) -> pd.DataFrame:
-    """A run's macro on a question-bank benchmark as the scores table holds a macro
-    (``score``, ``ci_low``, ``ci_high``), from its leaderboard."""
+def _bank_macros(board: pd.DataFrame | None):
+    """``(run, benchmark) ->`` the run's macro on a question-bank benchmark as the scores
+    table holds a macro (``score``, ``ci_low``, ``ci_high``), from its leaderboard (one
+    grouping of the board, not a scan of it a run)."""
+    columns = ["score", "ci_low", "ci_high"]
     if board is None or board.empty:
-        return pd.DataFrame(columns=["score", "ci_low", "ci_high"])
-    hit = board[(board.run == run) & (board.benchmark == benchmark)]
-    return hit.rename(columns={"macro": "score"})[["score", "ci_low", "ci_high"]]
+        return lambda run, benchmark: pd.DataFrame(columns=columns)
+    macros = board.rename(columns={"macro": "score"})[columns]
+    where = board.groupby(["run", "benchmark"], sort=False).indices
+    return lambda run, benchmark: macros.iloc[where.get((run, benchmark), [])]
 
 
 def _first(frame: pd.DataFrame, column: str):

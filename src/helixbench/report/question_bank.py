@@ -71,24 +71,26 @@ def bank_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     """One row per benchmark, task and run (module order), and a macro row per run."""
     primary = _primary(plan, scores)
     rows = []
+    # (one pass over the rows: each (benchmark, run, task)'s positions)
+    values, metrics = primary.score.to_numpy(float), primary.metric.to_numpy(object)
+    where = primary.groupby(["benchmark", "run", "task"], sort=False).indices
     for benchmark in NEWER:
-        of_benchmark = primary[primary.benchmark == benchmark]
-        for run in dict.fromkeys(of_benchmark.run):
+        for run in dict.fromkeys(primary.run[primary.benchmark == benchmark]):
             per_task = {}
             for task in tasks_of(benchmark):
-                sel = of_benchmark[(of_benchmark.run == run) & (of_benchmark.task == task)]
-                if sel.empty:
+                at = where.get((benchmark, run, task))
+                if at is None:
                     continue
-                per_task[task] = list(sel.score)
-                interval = mean_interval(sel.score)
+                per_task[task] = values[at].tolist()
+                interval = mean_interval(values[at])
                 rows.append(
                     {
                         "benchmark": benchmark,
                         "module": module_of(task, benchmark),
                         "task": task,
                         "run": run,
-                        "metric": sel.metric.iloc[0],
-                        "n": len(sel),
+                        "metric": metrics[at[0]],
+                        "n": len(at),
                         "score": interval.mean,
                         "ci_low": interval.low,
                         "ci_high": interval.high,

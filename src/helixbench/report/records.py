@@ -40,6 +40,13 @@ def scores_frame(rows: list[dict]) -> pd.DataFrame:
     return frame
 
 
+def rows_by_run(frame: pd.DataFrame):
+    """``label -> that run's rows of frame``, in the frame's order: one grouping for a
+    loop over a sweep's runs, where a mask a run would read every row once a run."""
+    where = frame.groupby("run", sort=False, observed=True).indices
+    return lambda label: frame.iloc[where[label]] if label in where else frame.iloc[:0]
+
+
 def primary_metric(plan: Plan, task: str) -> str:
     return scorers_for(task, plan.scoring)[0]
 

@@ -86,18 +86,19 @@ def load_run(
     score_path,
     shard_records: list[dict] | None = None,
     question_table: list | None = None,
+    score_rows: list[dict] | None = None,
 ) -> tuple:
     """A run's plan, records by task, score lines (``scores_frame``) and the questions
-    they cite: what its summary and its exports read. ``shard_records`` and
-    ``question_table``: the shards' records and the question table as the score job
-    read them (else read here)."""
+    they cite: what its summary and its exports read. ``shard_records``,
+    ``question_table`` and ``score_rows``: the shards' records, the question table and
+    the score lines as the score job read and wrote them (else read here)."""
     plan = spec_plan(spec, scoring)
     if shard_records is None:
         shard_records = [r for p in shard_paths for r in read_records(Path(p))]
     if question_table is None:
         question_table = read_questions(Path(questions_path))
     records = records_by_task(plan, shard_records)
-    scores = scores_frame(read_jsonl(Path(score_path)))
+    scores = scores_frame(read_jsonl(Path(score_path)) if score_rows is None else score_rows)
     wanted = {r["question_id"] for of_task in records.values() for r in of_task}
     wanted |= set(scores.question_id)  # a question asked once for two benchmarks
     questions = {q.id: q for q in question_table if q.id in wanted}
@@ -282,13 +283,22 @@ def summarize_run(
     judge_calls: Path | None = None,
     shard_records: list[dict] | None = None,
     question_table: list | None = None,
+    score_rows: list[dict] | None = None,
 ) -> dict:
     """Write the run's summary files (module docstring); returns the summary.
-    ``shard_records``, ``question_table``: as the score job read them (:func:`load_run`)."""
+    ``shard_records``, ``question_table``, ``score_rows``: as the score job read and
+    wrote them (:func:`load_run`)."""
     from .details import run_details, write_details
 
     plan, records, scores, questions = load_run(
-        spec, scoring, questions_path, shard_paths, score_path, shard_records, question_table
+        spec,
+        scoring,
+        questions_path,
+        shard_paths,
+        score_path,
+        shard_records,
+        question_table,
+        score_rows,
     )
     label = run_label(spec["model"], spec["method"])
     index = score_index(scores)

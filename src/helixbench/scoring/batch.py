@@ -169,7 +169,7 @@ def score_and_summarize(
     its records)."""
     from .run_scores import score_run
 
-    shard_records, question_table = score_run(
+    shard_records, question_table, score_rows = score_run(
         spec, questions_path, shards, scores, scoring,
         scorer_models=scorer_models, model_cache=model_cache, background=background,
         ragas_env=ragas_env, judge_calls=judge_calls, questions=questions, shared=shared,
@@ -180,7 +180,7 @@ def score_and_summarize(
 
     summarize_run(
         spec, scoring, questions_path, shards, scores, summary_dir, details, judge_calls,
-        shard_records, question_table,
+        shard_records, question_table, score_rows,
     )  # fmt: skip
 
 

@@ -103,13 +103,14 @@ def score_run(
     judge_calls: Path | None = None,
     questions: list[Question] | None = None,
     shared: dict | None = None,
-) -> tuple[list[dict], list]:
+) -> tuple[list[dict], list, list[dict]]:
     """Per-question scores of one run, one JSON line per (question, metric); the
     scorers of each task come from ``scoring`` (the config's section). ``background``:
     the percentile scorer's names (one a line); else the three datasets' names.
     ``ragas_env``: RAGAs' environment, for a run it scores (``scoring.ragas``), whose
-    judge's calls go to ``judge_calls`` by question. Returns the run's records and the
-    question table as read, for its summary in the same job (no second read).
+    judge's calls go to ``judge_calls`` by question. Returns the run's records, the
+    question table as read and the score lines as written, for its summary in the same
+    job (no second read).
     ``questions``: that table, read once for a batch of runs; ``shared``: the heavy
     scorers (an encoder, a background) a batch builds once (:class:`.Scorers`)."""
     every = read_questions(questions_path) if questions is None else questions
@@ -183,4 +184,4 @@ def score_run(
         ]
         _write_lines(Path(judge_calls), entries)
     log.info("%d scores; model-based scorers: %s", len(rows), scorers.identities())
-    return shard_records, every
+    return shard_records, every, rows
