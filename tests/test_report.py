@@ -515,3 +515,21 @@ def test_the_leaderboard_figure_draws_at_most_twice_its_top_runs_of_a_tie(tmp_pa
         return struct.unpack(">II", (out / "leaderboard.png").read_bytes()[16:24])[1]
 
     assert height(300) == height(2 * TOP_RUNS) > height(TOP_RUNS)
+
+
+def test_a_runs_page_file_leaves_out_what_the_page_never_shows():
+    """A model call's prompt digest, size and token counts stay in the records, not in
+    the run's page file; what the page shows of it, and every other event, is kept."""
+    from helixbench.report.details import UNSHOWN_MODEL_FIELDS, page_events
+
+    shown = {"prompt_increment": "Q?", "completion": "Answer: A", "cache": "miss", "error": None}
+    call = {"prompt_sha256": "ab" * 32, "prompt_chars": 900, "prompt_tokens": 200}
+    call |= {"completion_tokens": 3, "reused_tokens": None, "finish_reason": "stop"}
+    call |= {"continues_previous": False}
+    assert set(call) == UNSHOWN_MODEL_FIELDS
+    tool = {"type": "tool", "index": 0, "data": {"url": "u", "status": 200, "prompt_chars": 1}}
+    events = [{"type": "model", "index": 0, "data": {**shown, **call}, "latency_s": 0.4}, tool]
+    assert page_events(events) == [
+        {"type": "model", "index": 0, "data": shown, "latency_s": 0.4},
+        tool,
+    ]

@@ -39,6 +39,26 @@ BUNDLED_MAX_BYTES = 64 * 2**20
 COMPRESSION = 4
 
 
+# What of a model call the page never shows (templates/report.html.j2): its prompt's
+# digest and size, token counts and finish reason. Left out of the run's file (they
+# stay in its records): a digest is 64 characters gzip cannot shrink, a third of a
+# no-tools run's file.
+UNSHOWN_MODEL_FIELDS = frozenset(
+    {"prompt_sha256", "prompt_chars", "continues_previous", "prompt_tokens"}
+    | {"completion_tokens", "reused_tokens", "finish_reason"}
+)
+
+
+def page_events(events: list) -> list:
+    """A record's events as the page shows them (:data:`UNSHOWN_MODEL_FIELDS` out)."""
+    return [
+        {**event, "data": {k: v for k, v in event["data"].items() if k not in UNSHOWN_MODEL_FIELDS}}
+        if event.get("type") == "model" and isinstance(event.get("data"), dict)
+        else event
+        for event in events
+    ]
+
+
 def shown_text(value):
     """``value`` as the per-question view shows it: a string past
     :data:`MAX_TEXT_CHARS` cut, with the count of what is left out; anything else as is
@@ -94,7 +114,7 @@ def run_details(
                     "status": status,
                     "type": labels.get((run, question.id)),
                     "header": record.get("header_sha256"),
-                    "events": shown_text(record["events"]),
+                    "events": shown_text(page_events(record["events"])),
                 }
             )
     return {"run": run, "headers": headers, "questions": items}
