@@ -53,7 +53,7 @@ from helixbench import paths  # noqa: E402
 from helixbench.config import build_plan  # noqa: E402
 from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
 from helixbench.scoring import CORRECTNESS_SCORERS, scorers_for  # noqa: E402
-from helixbench.transcripts import read_records  # noqa: E402
+from helixbench.transcripts import finished_bytes, read_records  # noqa: E402
 
 BENCHMARKS = ["geneturing", "genehop", "geneturing2025", "bioragent"]
 SHAPES = {50: (5, 10), 200: (10, 20), 1000: (20, 50)}  # runs -> (models, methods)
@@ -265,7 +265,7 @@ def build_sweep(work: Path, runs: int, variants: int, mirror, shape: str) -> tup
         shard.parent.mkdir(parents=True, exist_ok=True)
         kept = v / f"shard{''.join(shard.suffixes)}"
         if not kept.is_file():
-            kept.write_bytes(finished_shard(kept, (v / "shard.jsonl").read_text()))
+            kept.write_bytes(finished_bytes(kept, (v / "shard.jsonl").read_text()))
         if not shard.exists():
             os.link(kept, shard)
         score = work / run.score_path
@@ -287,20 +287,8 @@ def clone_oracle(work: Path, plan, questions: list[dict]):
         shard.parent.mkdir(parents=True, exist_ok=True)
         if not shard.exists():
             own = text.replace("__MODEL__", run.model).replace("__METHOD__", run.method)
-            shard.write_bytes(finished_shard(shard, own))
+            shard.write_bytes(finished_bytes(shard, own))
     return plan
-
-
-def finished_shard(path: Path, text: str) -> bytes:
-    """A shard's records as its job leaves them once done (transcripts.ShardWriter):
-    compressed, or as lines where the code timed is an earlier version's (--base)."""
-    if not str(path).endswith(".zst"):
-        return text.encode("utf-8")
-    import zstandard
-
-    from helixbench.transcripts import ZSTD_LEVEL
-
-    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(text.encode("utf-8"))
 
 
 def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:

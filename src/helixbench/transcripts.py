@@ -188,6 +188,23 @@ def partial_path(output: Path) -> Path:
     return output.with_name(output.name.removesuffix(COMPRESSED) + ".partial")
 
 
+def shard_output(path: Path) -> Path:
+    """The declared output of the shard whose file (finished, partial, or an earlier
+    version's uncompressed output) is ``path``: :func:`partial_path`'s inverse."""
+    return path.with_name(path.name.split(".jsonl")[0] + ".jsonl" + COMPRESSED)
+
+
+def finished_bytes(output: Path, text: str) -> bytes:
+    """A finished shard's JSON lines as its file ``output`` holds them: compressed
+    where it is named ``.zst``."""
+    data = text.encode("utf-8")
+    if not Path(output).name.endswith(COMPRESSED):
+        return data
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)
+
+
 class ShardWriter:
     """Appends records to the shard's partial file (:func:`partial_path`), resumes
     from what it holds, and writes the finished output (compressed where it is named
@@ -262,11 +279,7 @@ class ShardWriter:
             moved.append(record)
         records = moved
         text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-        data = text.encode("utf-8")
-        if self.output.name.endswith(COMPRESSED):
-            import zstandard
-
-            data = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)
+        data = finished_bytes(self.output, text)
         tmp = self.output.with_name(self.output.name + ".tmp")
         with open(tmp, "wb") as fh:
             fh.write(data)

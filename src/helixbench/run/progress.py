@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import paths
 from ..datasets.jsonfiles import decompressed
-from ..transcripts import COMPRESSED, complete_lines, first_of_each_question
+from ..transcripts import complete_lines, first_of_each_question, shard_output
 
 # Seconds between two progress lines at most once a second's work is done; every
 # question of a slow model (seconds or minutes each) gets its line.
@@ -35,14 +35,8 @@ SIDECAR_SUFFIX = ".progress.json"
 BAR_FORMAT = "{desc}: {n_fmt}/{total_fmt} questions ({percentage:.0f}%){postfix}"
 
 
-def shard_output(path: Path) -> Path:
-    """The declared output of the shard whose file (finished, partial, or an earlier
-    version's uncompressed output) is ``path``."""
-    return path.with_name(path.name.split(".jsonl")[0] + ".jsonl" + COMPRESSED)
-
-
-def sidecar_path(shard_output: Path) -> Path:
-    return Path(shard_output).with_name(Path(shard_output).name + SIDECAR_SUFFIX)
+def sidecar_path(output: Path) -> Path:
+    return Path(output).with_name(Path(output).name + SIDECAR_SUFFIX)
 
 
 # Seconds between two lines on the console (where several jobs' lines meet), apart
@@ -260,7 +254,7 @@ def read_counts(path: Path) -> Counts:
     """The counts of a shard file, read as a resuming job reads it (a last line torn by
     a write in progress is left out) but only read: the file is never changed."""
     counts = Counts()
-    for record in first_of_each_question(complete_lines(decompressed(path.read_bytes()))[0]):
+    for record in first_of_each_question(complete_lines(decompressed(path.read_bytes(), path))[0]):
         counts.add(record)
     return counts
 
