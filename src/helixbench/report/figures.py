@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .text import NO_INTERVAL  # noqa: E402
+from .text import NO_INTERVAL, counted  # noqa: E402
 
 FORMATS = ("png", "svg")
 FIGURES = ("leaderboard", "ablation", "percentile", "robustness")
@@ -95,7 +95,7 @@ def leaderboard_figure(board: pd.DataFrame, out_dir: Path) -> None:
     ax.set_yticks([])
     ax.set_ylim(len(data) - 0.5, -0.95)
     ax.set_xlim(0, 1)
-    more = f"; {left_out} more runs in leaderboard.csv" if left_out else ""
+    more = f"; {counted(left_out, 'more run')} in leaderboard.csv" if left_out else ""
     ax.set_xlabel(f"macro score, extracted answers (95% interval){more}", fontsize=9)
     ax.legend(loc="lower right", fontsize=8)
     _save(fig, out_dir, "leaderboard")
