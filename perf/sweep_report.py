@@ -53,6 +53,7 @@ from helixbench import paths  # noqa: E402
 from helixbench.config import build_plan  # noqa: E402
 from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
 from helixbench.scoring import CORRECTNESS_SCORERS, scorers_for  # noqa: E402
+from helixbench.scoring.batch import DEFAULT_BATCH  # noqa: E402
 from helixbench.transcripts import finished_bytes, read_records  # noqa: E402
 
 BENCHMARKS = ["geneturing", "genehop", "geneturing2025", "bioragent"]
@@ -515,7 +516,10 @@ def main() -> None:
         help="also the report through Snakemake (the whole command, as a sweep ends)",
     )
     parser.add_argument(
-        "--batch", type=int, default=8, help="runs a score job scores (config: score_batch)"
+        "--batch",
+        type=int,
+        default=DEFAULT_BATCH,
+        help="runs a score job scores (config: score_batch)",
     )
     parser.add_argument(
         "--per-run", action="store_true", help="score a run a process (helixbench score), as before"

@@ -203,6 +203,34 @@ def test_malformed_json_names_the_file_and_line(tmp_path):
         read_json(tmp_path / "bin.json")
 
 
+def test_json_lines_read_and_write_as_the_standard_library_would(tmp_path):
+    """orjson reads and writes JSON lines; what it declines (a NaN, a big integer, a
+    lone surrogate, a key that is not a string) goes through ``json``, so a reader gets
+    what ``json.loads`` gives, line by line; a line ends at a newline alone (U+2028 and
+    U+0085 written unescaped inside a string do not end it)."""
+    import json
+    import math
+
+    from helixbench.datasets.jsonfiles import compact_json, read_jsonl, write_jsonl
+
+    values = [
+        {"score": 1e-05, "answer": "\u00e9\u2028\u0085 \x1f\r", "n": 2**70},
+        {"score": float("nan"), "big": -(2**65)},
+        {"surrogate": "\ud800"},
+        [1, 2.5, None, True],
+    ]
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text("".join(json.dumps(v) + "\r\n" for v in values) + "\n   \n")
+    read = read_jsonl(lines)
+    assert read[0] == values[0] and read[2:] == values[2:] and len(read) == 4
+    assert math.isnan(read[1]["score"]) and read[1]["big"] == -(2**65)
+    written = tmp_path / "out" / "written.jsonl"
+    write_jsonl(written, [values[0], {1: "int key"}, {"score": 0.25}])
+    assert read_jsonl(written) == [values[0], {"1": "int key"}, {"score": 0.25}]
+    assert not list(written.parent.glob("*.tmp"))
+    assert compact_json({"a": [1, "b"]}) == b'{"a":[1,"b"]}'
+
+
 def test_an_upstream_file_changed_after_download_is_detected(mirror, tmp_path):
     """A local copy under resources/upstream is checked against its pin when read:
     an edit is an error naming the file, not a silently different result."""

@@ -318,7 +318,7 @@ def test_each_runs_questions_load_on_demand_from_a_file_of_its_own(
 ):
     """Past the size the page loads at once, a run's questions come from runs/ when
     the reader picks the run (here by the link's #run=), from file://, no server."""
-    from helixbench import report
+    from helixbench.report import build as report
 
     runs = paper_run / "results" / "report" / "runs" / "codex"
     assert sorted(p.name for p in runs.iterdir()) == [

@@ -130,7 +130,7 @@ def _record_problem(record: dict) -> str | None:
         if not isinstance(data, dict) or not isinstance(event.get("type"), str):
             return f"event {i} is not an event"
         for key in NUMBERS:
-            if not _number(data.get(key)):
+            if key in data and not _number(data[key]):
                 return f"event {i}: {key} is not a number the report can sum"
         if not _number(event.get("latency_s")):
             return f"event {i}: latency_s is not a number"
@@ -146,6 +146,8 @@ def _number(value) -> bool:
     """None, or a finite int or float within :data:`MAX_NUMBER`."""
     if value is None:
         return True
+    if type(value) is float or type(value) is int:  # (JSON's own: the common case, first)
+        return -MAX_NUMBER <= value <= MAX_NUMBER
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     return -MAX_NUMBER <= value <= MAX_NUMBER  # (False for NaN)

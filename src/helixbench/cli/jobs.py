@@ -156,7 +156,7 @@ def export(args) -> None:
 
 def report(args) -> None:
     from ..config import config_hash
-    from ..report import write_report
+    from ..report.build import write_report
     from .commands import config_and_plan
 
     config, plan = config_and_plan(args)

@@ -11,6 +11,7 @@ a job graph Snakemake builds in seconds. :mod:`helixbench.config` builds the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .. import paths
 from ..benchmarks import question_files
@@ -161,7 +162,7 @@ class Run:
     def label(self) -> str:
         return run_label(self.model, self.method)
 
-    @property
+    @cached_property  # (its files' paths ask for it: thousands of times in a sweep)
     def variant(self) -> str:
         """A digest of what shapes the run (its spec): the folder its files lie in, so
         that two configs that give one name to two runs keep each their own."""

@@ -180,8 +180,7 @@ def compare_two(table: pd.DataFrame, a: str, b: str) -> list[dict]:
     from ..errors import ConfigError
     from .protocols import metric_of
     from .records import (
-        macro_difference_interval,
-        macro_paired_test,
+        macro_comparison,
         paired_by_task,
         score_index,
     )
@@ -210,7 +209,7 @@ def compare_two(table: pd.DataFrame, a: str, b: str) -> list[dict]:
                 paired |= found
                 rows.append(_task_row(benchmark, task, metric_of_task[task], *found[task]))
         if len(paired) > 1:
-            test, interval = macro_paired_test(paired), macro_difference_interval(paired)
+            test, interval = macro_comparison(paired)
             means = [
                 [sum(side[q] for q in shared) / len(shared) for side in (of_a, of_b)]
                 for of_a, of_b, shared in paired.values()

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .. import paths
 from ..config.plan import Plan
+from ..datasets.jsonfiles import compact_json
 from ..scoring import CORRECTNESS_SCORERS
 from .records import ScoreIndex, primary_metric
 
@@ -184,8 +185,7 @@ def write_details(path: Path, details: dict) -> None:
     gzip-compressed JSON in base64 (a fifth of the JSON's size on GeneGPT runs; the
     page inflates it with the browser's own DecompressionStream, from ``file://``
     too), and the run's label, so that the page knows which run is on its way."""
-    text = json.dumps(details, separators=(",", ":"), ensure_ascii=False)
-    packed = base64.b64encode(gzip.compress(text.encode("utf-8"), COMPRESSION, mtime=0))
+    packed = base64.b64encode(gzip.compress(compact_json(details), COMPRESSION, mtime=0))
     label = json.dumps(details["run"], ensure_ascii=True)  # (ASCII: no U+2028 inside)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -299,6 +299,8 @@ def successors_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     of_run = rows_by_run(scores[scores.benchmark.isin([*SUCCESSORS, BENCHMARK])])
     for run in plan.runs:
         own = of_run(run.label)
+        if own.empty:  # (a sweep's runs of other benchmarks: nothing to look for)
+            continue
         for benchmark, (subset, tag) in SUCCESSORS.items():
             old = own[own.benchmark == benchmark]  # (categories: compared as text)
             wanted = [primary_metric(plan, t) for t in old.task.astype(str)]

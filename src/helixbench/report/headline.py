@@ -23,7 +23,7 @@ from ..stats import MIN_QUESTIONS
 from .comparisons import is_baseline
 from .leaderboard import GENESETS, encoders_of
 from .protocols import board_metric
-from .records import ScoreIndex, macro_difference_interval, macro_paired_test, paired_by_task
+from .records import ScoreIndex, macro_comparison, paired_by_task
 from .scores import ROUND
 
 ALPHA = 0.05  # the test's level: the sentence and the interval both
@@ -134,8 +134,7 @@ def headline_table(
                      "scored_by": encoder if benchmark == GENESETS else None}
                 )  # fmt: skip
                 continue
-            interval = macro_difference_interval(paired)
-            test = macro_paired_test(paired)
+            test, interval = macro_comparison(paired)
             macro_a = sum(sum(a_[q] for q in sh) / len(sh) for a_, _, sh in paired.values())
             macro_b = sum(sum(b_[q] for q in sh) / len(sh) for _, b_, sh in paired.values())
             macro_a, macro_b = macro_a / len(paired), macro_b / len(paired)

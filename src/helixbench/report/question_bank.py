@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pandas as pd
 
 from ..benchmarks import bank, get, module_of, tasks_of
@@ -169,7 +170,9 @@ def bank_leaderboard(
     originals = scores[scores.question_id.isin({q.overlap_id for q in questions.values()})]
     rows = []
     for (run, benchmark), sel in primary.groupby(["run", "benchmark"], sort=False):
-        shared = sel.question_id.map(lambda i: questions[i].overlap_id is not None)
+        shared = np.array(
+            [questions[i].overlap_id is not None for i in sel.question_id.tolist()], dtype=bool
+        )
         macro = macro_interval(_by_task(sel))
         pooled = mean_interval(sel.score) if get(benchmark).pooled else None
         counterparts = {questions[i].overlap_id for i in sel.question_id[shared]}
@@ -211,7 +214,11 @@ def bank_leaderboard(
 
 
 def _by_task(frame: pd.DataFrame) -> dict[str, list[float]]:
-    return {task: list(group.score) for task, group in frame.groupby("task")}
+    """Task -> its scores in the frame's order, the tasks sorted."""
+    found: dict[str, list[float]] = {}
+    for task, score in zip(frame.task.tolist(), frame.score.tolist(), strict=True):
+        found.setdefault(task, []).append(score)
+    return {task: found[task] for task in sorted(found)}
 
 
 def _part(name: str, frame: pd.DataFrame) -> dict:

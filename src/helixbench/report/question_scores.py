@@ -45,7 +45,9 @@ def question_score_table(
     leaves ``config_digest`` to the report (None)."""
     frame = scores.copy()
     primaries = {task: primary_metric(plan, task) for task in frame.task.unique()}
-    frame["primary"] = [primaries[t] == m for t, m in zip(frame.task, frame.metric, strict=True)]
+    frame["primary"] = [
+        primaries[t] == m for t, m in zip(frame.task.tolist(), frame.metric.tolist(), strict=True)
+    ]
     frame["config_sha256"] = config_digest
     return _typed(frame[list(COLUMNS)])
 

@@ -36,7 +36,11 @@ def scores_frame(rows: list[dict]) -> pd.DataFrame:
             "scored_by",  # the encoder of an embedding score (a stand-in says so)
         ],
     )
-    frame["run"] = [run_label(m, t) for m, t in zip(frame.model, frame.method, strict=True)]
+    labels: dict[tuple, str] = {}  # (from the rows: a frame's strings iterate slowly)
+    frame["run"] = [
+        labels.get(key) or labels.setdefault(key, run_label(*key))
+        for key in ((row["model"], row["method"]) for row in rows)
+    ]
     return frame
 
 
@@ -138,8 +142,10 @@ def macro_paired_test(paired: dict) -> PairedTest:
     return paired_test(score_a, score_b, weights=weights)
 
 
-def macro_difference_interval(paired: dict) -> Interval:
-    """The macro difference with the interval of differences the same test does not
-    reject at 5% (it leaves out 0 exactly when the test's p <= 0.05)."""
+def macro_comparison(paired: dict) -> tuple[PairedTest, Interval]:
+    """The test of :func:`macro_paired_test` and the macro difference with the interval
+    of differences the same test does not reject at 5% (it leaves out 0 exactly when
+    the test's p <= 0.05), from one weighing of the questions."""
     score_a, score_b, weights = _macro_weighted(paired)
-    return paired_interval(score_a, score_b, weights=weights)
+    test = paired_test(score_a, score_b, weights=weights)
+    return test, paired_interval(score_a, score_b, weights=weights)

@@ -13,7 +13,7 @@ questions it has just read and the scores it has just written, writes under
   replies it read, per-task counts of errors, tool calls, tokens and claims);
 
 and its questions with their transcripts for the HTML report (:mod:`.details`).
-The report (:func:`helixbench.report.write_report`) joins these small files: adding
+The report (:func:`helixbench.report.build.write_report`) joins these small files: adding
 a run to a finished sweep recomputes that run's summary and the join, nothing else.
 Nothing here depends on the other runs or on config outside the run's spec and
 the scoring settings, so a summary is valid for any sweep that holds the run.

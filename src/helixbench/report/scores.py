@@ -41,6 +41,8 @@ def _recording(task: RunTask) -> str | None:
 def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     """scores.csv: one row per (run, task, metric), plus macro rows (n = tasks averaged)."""
     rows = []
+    # (a task with no demonstration has the same scores without them: one interval)
+    intervals = _same_values_once(mean_interval)
     # (one pass over the rows: each (task, metric)'s positions, not a frame a group)
     values, outside_demos = scores.score.to_numpy(float), scores.demo.isna().to_numpy()
     where: dict[tuple, dict[str, np.ndarray]] = {}
@@ -58,7 +60,7 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
         for metric, found in variants.items():
             if not found.size:
                 continue
-            interval = mean_interval(found)
+            interval = intervals(found)
             rows.append(
                 {
                     "benchmark": task.benchmark,
@@ -86,11 +88,12 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame(columns=SCORE_COLUMNS)
     macros = []
+    macro_intervals = _same_values_once(macro_interval)
     for (benchmark, model, method, metric), group in table.groupby(
         ["benchmark", "model", "method", "metric"], sort=False
     ):
         complete = set(group.task) == _scored_tasks(benchmark)
-        interval = macro_interval(dict(zip(group.task, group._scores, strict=True)))
+        interval = macro_intervals(dict(zip(group.task, group._scores, strict=True)))
         macros.append(
             {
                 "benchmark": benchmark,
@@ -114,6 +117,25 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
     for column in ("score", "ci_low", "ci_high"):  # (no interval on too few: NaN)
         table[column] = table[column].astype(float).round(ROUND)
     return table[SCORE_COLUMNS]
+
+
+def _same_values_once(interval):
+    """``interval`` (of an array, or of a mapping of task -> values) computed once for
+    the same values in the same order: a bootstrap is a function of its values alone
+    (seed 0), and a metric's ``_excl_demos`` twin is the same values wherever its tasks
+    have no demonstration."""
+    done: dict = {}
+
+    def once(values):
+        if isinstance(values, dict):
+            key = tuple((task, np.asarray(v, float).tobytes()) for task, v in values.items())
+        else:
+            key = np.asarray(values, float).tobytes()
+        if key not in done:
+            done[key] = interval(values)
+        return done[key]
+
+    return once
 
 
 def _pooled(table: pd.DataFrame) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from .. import paths
 from ..digests import sha256_json
 
 log = logging.getLogger("helixbench.score")
-DEFAULT_BATCH = 8  # runs a score job scores (config: score_batch)
+DEFAULT_BATCH = 25  # runs a score job scores (config: score_batch)
 
 
 @cache

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
+
 from ..digests import sha256_json, sha256_text
 from ..store import SqliteStore
 
@@ -48,7 +50,11 @@ class KeptVerdicts(SqliteStore):
 
 
 def _verdict(text: str) -> dict:
-    return {n: tuple(v) if isinstance(v, list) else v for n, v in json.loads(text).items()}
+    try:
+        kept = orjson.loads(text)
+    except orjson.JSONDecodeError:  # (a NaN: json wrote it)
+        kept = json.loads(text)
+    return {n: tuple(v) if isinstance(v, list) else v for n, v in kept.items()}
 
 
 def kept_verdicts(model_cache) -> KeptVerdicts | None:

@@ -5,10 +5,10 @@ each gold, a text scorer's verdict read where a run or job before kept it
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
+from ..datasets.jsonfiles import write_jsonl
 from ..datasets.questions import Question, read_questions
 from ..datasets.selection import answered_by
 from ..transcripts import read_records
@@ -40,20 +40,20 @@ def _row(spec: dict, question, record: dict, metric: str, score: float, scored_b
     }
 
 
-def _write_lines(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tmp.replace(path)
-
-
 class KeptScores:
     """A run's text scores, read where a run or job before kept them
     (:mod:`.kept_verdicts`: one entry an answer to a question, holding the verdicts of
     its task's kept scorers; all the run's entries asked at once), the rest computed
     and kept on :meth:`close`."""
 
-    def __init__(self, scorers: Scorers, model_cache, records: list[dict], questions: dict):
+    def __init__(
+        self,
+        scorers: Scorers,
+        model_cache,
+        records: list[dict],
+        questions: dict,
+        digests: dict[str, str] | None = None,
+    ):
         self._store = kept_verdicts(model_cache)
         self._keys: dict[tuple, str] = {}
         self._new: dict[str, dict] = {}
@@ -61,6 +61,7 @@ class KeptScores:
         if self._store is None:
             return
         spaces: dict[str, str | None] = {}  # task -> its kept scorers' namespace
+        digests = {} if digests is None else digests  # question id -> question_digest
         for record in records:
             question = questions[record["question_id"]]
             if question.task not in spaces:
@@ -68,9 +69,9 @@ class KeptScores:
                     scorers_for(question.task, scorers.scoring)
                 )
             if spaces[question.task] is not None:
-                key = verdict_key(
-                    spaces[question.task], question_digest(question), record["answer"]
-                )
+                if question.id not in digests:
+                    digests[question.id] = question_digest(question)
+                key = verdict_key(spaces[question.task], digests[question.id], record["answer"])
                 self._keys[(question.id, record["answer"])] = key
         self._found = self._store.found(list(self._keys.values()))
 
@@ -133,18 +134,26 @@ def score_run(
         if asked in by_id:
             records.append({**by_id[asked], "question_id": question_id, "answered_as": asked})
     rows = []
-    kept = KeptScores(scorers, model_cache, records, questions)
+    # (a batch's runs share its question table, and so their questions' digests)
+    digests = shared.setdefault(("question digests",), {})
+    kept = KeptScores(scorers, model_cache, records, questions, digests)
+    of_task: dict[str, list[tuple]] = {}  # task -> its scorers, once a run
     for record in records:
         question = questions[record["question_id"]]
-        for name, scorer in scorers.for_task(question.task):
-            if getattr(scorer, "per_record", False):  # (multiple choice: the choice picked)
+        if question.task not in of_task:
+            of_task[question.task] = [
+                (name, scorer, getattr(scorer, "per_record", False), scorers.scored_by(name))
+                for name, scorer in scorers.for_task(question.task)
+            ]
+        for name, scorer, per_record, scored_by in of_task[question.task]:
+            if per_record:  # (multiple choice: the choice picked)
                 score = scorer.score_record(question, record)
             else:
                 score = kept.score(name, scorer, question, record["answer"])
             if score is None:
                 continue
             score, reason = score if isinstance(score, tuple) else (score, None)
-            row = _row(spec, question, record, name, score, scorers.scored_by(name))
+            row = _row(spec, question, record, name, score, scored_by)
             rows.append({**row, "reason": reason} if reason is not None else row)
     calls = {}
     if ragas_env and ragas_applies(spec, scoring):
@@ -175,13 +184,13 @@ def score_run(
     kept.close()
     calls.update(scorers.judge_calls())  # (a benchmark's own judge: LABBench2's, BixBench's)
     rows.sort(key=lambda r: (r["benchmark"], r["task"], r["metric"], r["index"]))
-    _write_lines(Path(output), rows)
+    write_jsonl(Path(output), rows)
     if judge_calls is not None:
         # (RAGAs': the events; LABBench2's judge: the verdict and the events)
         entries = [
             {"question_id": q, **(e if isinstance(e, dict) else {"events": e})}
             for q, e in calls.items()
         ]
-        _write_lines(Path(judge_calls), entries)
+        write_jsonl(Path(judge_calls), entries)
     log.info("%d scores; model-based scorers: %s", len(rows), scorers.identities())
     return shard_records, every, rows
