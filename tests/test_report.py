@@ -377,6 +377,47 @@ def test_a_weighted_paired_test_is_the_plain_one_with_equal_weights():
     assert (weighted.p_value, weighted.n) == (plain.p_value, plain.n)
 
 
+def test_a_macro_comparison_is_the_test_and_interval_of_its_weighted_questions():
+    """The headline's pair, weighed once: the same test and interval, to the bit, as the
+    weighted test and its inversion computed apart (graded and right/wrong scores)."""
+    from helixbench.report.records import _macro_weighted, macro_comparison
+    from helixbench.stats import paired_interval, paired_test
+
+    a1 = {f"t1.{i:02d}": (i * 7 % 10) / 10 for i in range(25)}
+    b1 = {f"t1.{i:02d}": (i * 3 % 10) / 10 for i in range(25)} | {"t1.only_b": 1.0}
+    a2 = {f"t2.{i:02d}": float(i % 3 == 0) for i in range(12)}
+    b2 = {f"t2.{i:02d}": float(i % 2 == 0) for i in range(12)}
+    paired = {
+        task: (of_a, of_b, sorted(set(of_a) & set(of_b)))
+        for task, of_a, of_b in (("t1", a1, b1), ("t2", a2, b2))
+    }
+    test, interval = macro_comparison(paired)
+    score_a, score_b, weights = _macro_weighted(paired)
+    assert test == paired_test(score_a, score_b, weights=weights)
+    assert interval == paired_interval(score_a, score_b, weights=weights)
+    assert test.n == interval.n == 37 and interval.low < interval.mean < interval.high
+
+
+def test_a_score_job_imports_a_runs_share_of_the_report_not_the_join():
+    """The report package loads a module when asked: a run's summary needs neither the
+    join (report.build) nor the figures (matplotlib)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, helixbench.report.run_summary, helixbench.report.details\n"
+        "import helixbench.scoring.batch, helixbench.scoring.run_scores\n"
+        "print(sorted(m for m in sys.modules if m in {'helixbench.report.build',"
+        " 'helixbench.report.figures', 'matplotlib'}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+    from helixbench.report import write_report
+    from helixbench.report.build import write_report as built
+
+    assert write_report is built
+
+
 def test_a_snp_function_answer_found_in_a_tool_reply_is_typed_e3():
     """The SNP gene function evidence (the gold's cleaned text in a reply) is reached
     whenever that task's first scorer is a correctness scorer."""

@@ -223,16 +223,35 @@ def paired_test(
 
     With ``weights`` (question -> weight) the difference is the weighted mean: weights
     of 1 / (tasks x the task's questions) make it the difference of macro scores."""
+    diffs, w = paired_differences(a, b, weights)
+    return sign_flip_test(diffs, w, resamples, seed)
+
+
+def paired_differences(
+    a: dict[str, float], b: dict[str, float], weights: dict[str, float] | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The differences ``a - b`` on the questions both answered (in question order)
+    and, with ``weights``, their weights: what :func:`sign_flip_test` and
+    :func:`inverted_interval` take (one pair's, made once for both)."""
     shared = sorted(set(a) & set(b))
     if not shared:
         raise ValueError("the two runs share no question")
     diffs = np.array([a[q] - b[q] for q in shared], dtype=float)
-    if weights is not None:
-        w = np.array([weights[q] for q in shared], dtype=float)
+    w = None if weights is None else np.array([weights[q] for q in shared], dtype=float)
+    return diffs, w
+
+
+def sign_flip_test(
+    diffs: np.ndarray, w: np.ndarray | None = None, resamples: int = RESAMPLES, seed: int = 0
+) -> PairedTest:
+    """:func:`paired_test` of the differences (and weights) :func:`paired_differences`
+    gives."""
+    n = diffs.size
+    if w is not None:
         diffs = diffs * (w * w.size / w.sum())  # the weighted mean is the mean of these
     observed = abs(diffs.mean())
     if not diffs.any():
-        return PairedTest(0.0, 1.0, len(shared))
+        return PairedTest(0.0, 1.0, n)
     signs = _signs(diffs.size, resamples, seed)
     if np.array_equal(diffs, np.round(diffs)):  # whole numbers: the product's sums are exact
         flipped = np.abs(signs @ diffs / diffs.size)
@@ -240,7 +259,7 @@ def paired_test(
         flipped = np.abs((signs * diffs).mean(axis=1))
     # The observed assignment counts as one of the permutations (never p = 0).
     extreme = np.count_nonzero(flipped >= observed - 1e-12)
-    return PairedTest(float(diffs.mean()), (extreme + 1) / (resamples + 1), len(shared))
+    return PairedTest(float(diffs.mean()), (extreme + 1) / (resamples + 1), n)
 
 
 def paired_interval(
@@ -261,21 +280,29 @@ def paired_interval(
     For a shift ``d`` the test flips the signs of the shifted differences: with the
     sign matrix ``S`` and the scaled differences ``x`` (weights ``c``), the flipped
     means are ``S x / n - d S c / n``; each side's bound is found by bisection."""
-    shared = sorted(set(a) & set(b))
-    if not shared:
-        raise ValueError("the two runs share no question")
-    diffs = np.array([a[q] - b[q] for q in shared], dtype=float)
-    scale = np.ones(diffs.size)
-    if weights is not None:
-        w = np.array([weights[q] for q in shared], dtype=float)
-        scale = w * w.size / w.sum()
+    diffs, w = paired_differences(a, b, weights)
+    return inverted_interval(diffs, w, confidence, resamples, seed, span)
+
+
+def inverted_interval(
+    diffs: np.ndarray,
+    w: np.ndarray | None = None,
+    confidence: float = 0.95,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    span: float = 1.0,
+) -> Interval:
+    """:func:`paired_interval` of the differences (and weights)
+    :func:`paired_differences` gives."""
+    n = diffs.size
+    scale = np.ones(n) if w is None else w * w.size / w.sum()
     mean = float((diffs * scale).mean())
     if diffs.size < MIN_QUESTIONS:
-        return Interval(mean, None, None, len(shared))
+        return Interval(mean, None, None, n)
     if not diffs.any():  # no question told apart: the flips cannot move; bound instead
         # by the exact interval of the share of questions that could differ (none seen).
         reach = min(span, proportion_interval(0, diffs.size, confidence).high)
-        return Interval(0.0, -reach, reach, len(shared))
+        return Interval(0.0, -reach, reach, n)
     signs = _signs(diffs.size, resamples, seed)
     flipped_x = signs @ (diffs * scale) / diffs.size
     flipped_c = signs @ scale / diffs.size
@@ -297,7 +324,7 @@ def paired_interval(
 
     reach = float(np.abs(diffs).max()) + 1.0  # past every difference: rejected
     low, high = max(bound(mean - reach), -span), min(bound(mean + reach), span)
-    return Interval(mean, low, high, len(shared))
+    return Interval(mean, low, high, n)
 
 
 def holm(p_values: list[float]) -> list[float]:

@@ -16,7 +16,7 @@ import pandas as pd
 from ..config.plan import Plan
 from ..scoring import DESCRIPTIVE_SCORERS
 from ..stats import holm, paired_interval, paired_test
-from .records import ScoreIndex, primary_metric
+from .records import ScoreIndex, primary_metric, values_of
 from .scores import POOLED, ROUND
 
 BASELINE_KINDS = frozenset({"no-tools", "closed-book"})
@@ -109,7 +109,7 @@ def _strength(plan: Plan, summary: pd.DataFrame) -> dict[tuple[str, str], float]
         return {}
     rows = summary[~summary.task.isin(("macro", POOLED))]
     primary = {t: primary_metric(plan, t) for t in rows.task.unique()}
-    rows = rows[[primary[t] == m for t, m in zip(rows.task, rows.metric, strict=True)]]
+    rows = rows[[primary[t] == m for t, m in values_of(rows, "task", "metric")]]
     means = rows.assign(run=rows.model + " / " + rows.method).groupby(["run", "benchmark"]).score
     return {key: float(v) for key, v in means.mean().items()}
 
@@ -159,8 +159,8 @@ def _compare(scores: ScoreIndex, a: str, b: str, benchmark: str, task: str, metr
             "task": task,
             "metric": metric,
             "n": test.n,
-            "score_a": round(sum(score_a[q] for q in shared) / len(shared), ROUND),
-            "score_b": round(sum(score_b[q] for q in shared) / len(shared), ROUND),
+            "score_a": round(sum(map(score_a.__getitem__, shared)) / len(shared), ROUND),
+            "score_b": round(sum(map(score_b.__getitem__, shared)) / len(shared), ROUND),
             "difference": round(test.difference, ROUND),
             "p_value": round(test.p_value, 4),
         }

@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from .operations import COST_COLUMNS
 from .paper import published
 from .question_scores import COLUMNS, arrow_schema
+from .records import values_of
 from .run_summary import read_summary, table
 from .scores import POOLED, SCORE_COLUMNS, _recording, _scored_tasks
 
@@ -59,19 +60,30 @@ def read_run_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) ->
     produced = {"version": __version__, "commit": _git_commit()}
     schema = arrow_schema().with_metadata({"helixbench": json.dumps(produced, sort_keys=True)})
     digest_at = schema.get_field_index("config_sha256")
+    # The columns of categories read as dictionaries (their codes, not a string a row:
+    # 1,000 runs of the whole question bank take 0.7 GB in memory, not 1.8) and
+    # written as the text the table's schema says.
+    coded = pa.schema(
+        [
+            field.with_type(pa.dictionary(pa.int32(), pa.string()))
+            if field.name in CATEGORIES
+            else field
+            for field in arrow_schema()
+        ]
+    )
     parts, pending = [], []
     out = Path(out_dir) / "question_scores.parquet"
 
     def flush(writer):  # row groups of many runs: compressed as well as one table
         if pending:
-            batch = pa.concat_tables(pending)
+            batch = pa.concat_tables(pending).cast(arrow_schema())
             digest = pa.array([config_digest] * len(batch), pa.string())
             writer.write_table(batch.set_column(digest_at, schema.field(digest_at), digest))
             pending.clear()
 
     with pq.ParquetWriter(out, schema) as writer:
         for run in plan.runs:
-            part = pq.read_table(run.score_table_path, schema=arrow_schema())
+            part = pq.read_table(run.score_table_path, schema=coded)
             pending.append(part)
             if sum(len(p) for p in pending) >= ROW_GROUP:
                 flush(writer)
@@ -99,10 +111,7 @@ def joined_rows(plan: Plan, summaries: dict[str, dict], name: str) -> pd.DataFra
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if {"benchmark", "task"} <= set(frame.columns) and not frame.empty:
         where = _positions(plan)
-        order = [
-            where[key]
-            for key in zip(frame.model, frame.method, frame.benchmark, frame.task, strict=True)
-        ]
+        order = [where[key] for key in values_of(frame, "model", "method", "benchmark", "task")]
         frame = frame.iloc[sorted(range(len(frame)), key=order.__getitem__)]
         frame = frame.reset_index(drop=True)
     return frame
@@ -117,15 +126,15 @@ def joined_scores(plan: Plan, summaries: dict[str, dict]) -> pd.DataFrame:
     frame = frame[frame.task != POOLED]
     tasks = frame[frame.task != "macro"]
     where = _positions(plan)
-    keys = list(zip(tasks.model, tasks.method, tasks.benchmark, tasks.task, strict=True))
+    keys = list(values_of(tasks, "model", "method", "benchmark", "task"))
     tasks = tasks.iloc[sorted(range(len(tasks)), key=lambda i: where[keys[i]])]
     by_key = {k: t for k, t in zip(where, plan.tasks, strict=True)}
     tasks = tasks.assign(
         paper=[
             published(_recording(t), t.method_spec.get("mask"), t.benchmark, t.task, metric)
             for t, metric in zip(
-                (by_key[(r.model, r.method, r.benchmark, r.task)] for r in tasks.itertuples()),
-                tasks.metric,
+                (by_key[key] for key in values_of(tasks, "model", "method", "benchmark", "task")),
+                tasks.metric.tolist(),
                 strict=True,
             )
         ]
@@ -134,17 +143,16 @@ def joined_scores(plan: Plan, summaries: dict[str, dict]) -> pd.DataFrame:
     # (one pass over the rows: a sweep's table has tens of thousands of groups).
     covered: dict[tuple, set] = {}
     first = {}
-    group_keys = zip(tasks.benchmark, tasks.model, tasks.method, tasks.metric, strict=True)
-    for key, task in zip(group_keys, tasks.task, strict=True):
+    group_keys = values_of(tasks, "benchmark", "model", "method", "metric")
+    for key, task in zip(group_keys, tasks.task.tolist(), strict=True):
         if key not in covered:
             covered[key], first[key] = set(), by_key[(key[1], key[2], key[0], task)]
         covered[key].add(task)
     macro_of = {key: i for i, key in enumerate(covered)}
     macros = frame[frame.task == "macro"]
-    macro_keys = list(
-        zip(macros.benchmark, macros.model, macros.method, macros.metric, strict=True)
-    )
-    macros = macros.iloc[sorted(range(len(macros)), key=lambda i: macro_of[macro_keys[i]])]
+    macro_keys = list(values_of(macros, "benchmark", "model", "method", "metric"))
+    order = sorted(range(len(macros)), key=lambda i: macro_of[macro_keys[i]])
+    macros, macro_keys = macros.iloc[order], [macro_keys[i] for i in order]
     macros = macros.assign(
         paper=[
             published(
@@ -156,9 +164,7 @@ def joined_scores(plan: Plan, summaries: dict[str, dict]) -> pd.DataFrame:
             )
             if covered[key] == _scored_tasks(key[0])
             else None
-            for key in zip(
-                macros.benchmark, macros.model, macros.method, macros.metric, strict=True
-            )
+            for key in macro_keys
         ]
     )
     return pd.concat([tasks, macros, pooled], ignore_index=True)[SCORE_COLUMNS]

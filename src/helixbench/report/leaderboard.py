@@ -55,12 +55,19 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
     else:
         badly = answers = pd.Series(dtype=int)
     rows = []
-    macros = macro_rows(summary)
+    # (model, method, benchmark, metric) -> its first macro row: one pass, not a
+    # frame's mask a run and metric
+    macros = summary[summary.task == "macro"]
+    first: dict[tuple, tuple] = {}
+    for key, *found in zip(
+        zip(macros.model, macros.method, macros.benchmark, macros.metric, strict=True),
+        macros.score, macros.ci_low, macros.ci_high, macros.n, strict=True,
+    ):  # fmt: skip
+        first.setdefault(key, found)
     for run in plan.runs:
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
             if benchmark in OWN_LEADERBOARD:
                 continue
-            sel = macros.get((run.model, run.method, benchmark), summary.iloc[:0])
             source = plan.sources.get(run.model)
             row = {
                 "run": run.label,
@@ -72,12 +79,12 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
                 "answers": int(answers.get((run.label, benchmark), 0)),
             }
             for metric in ("extracted", "genegpt", "strict"):
-                hit = sel[sel.metric == metric]
-                row[metric] = float(hit.score.iloc[0]) if not hit.empty else None
+                hit = first.get((run.model, run.method, benchmark, metric))
+                row[metric] = float(hit[0]) if hit is not None else None
                 if metric == "extracted":
-                    row["ci_low"] = _bound(hit.ci_low) if not hit.empty else None
-                    row["ci_high"] = _bound(hit.ci_high) if not hit.empty else None
-                    row["tasks"] = int(hit.n.iloc[0]) if not hit.empty else 0
+                    row["ci_low"] = _bound(hit[1]) if hit is not None else None
+                    row["ci_high"] = _bound(hit[2]) if hit is not None else None
+                    row["tasks"] = int(hit[3]) if hit is not None else 0
             rows.append(row)
     table = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
     table = table.sort_values(
@@ -151,9 +158,8 @@ def _rank(value) -> int | str:
     return "apart" if value is None or pd.isna(value) else int(value)
 
 
-def _bound(column: pd.Series) -> float | None:
+def _bound(value) -> float | None:
     """An interval's bound from its row (None where too few questions gave none)."""
-    value = column.iloc[0]
     return None if value is None or pd.isna(value) else float(value)
 
 
@@ -238,8 +244,8 @@ def geneset_leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame)
         for metric in ("embedding", "rougeL"):
             hit = sel[(sel.task == "macro") & (sel.metric == metric)]
             row[metric] = float(hit.score.iloc[0]) if not hit.empty else None
-            row[f"{metric}_ci_low"] = _bound(hit.ci_low) if not hit.empty else None
-            row[f"{metric}_ci_high"] = _bound(hit.ci_high) if not hit.empty else None
+            row[f"{metric}_ci_low"] = _bound(hit.ci_low.iloc[0]) if not hit.empty else None
+            row[f"{metric}_ci_high"] = _bound(hit.ci_high.iloc[0]) if not hit.empty else None
         # Compared on the datasets its metric scored (a contaminated set has no name to
         # be similar to: it is scored for what the model did, in robustness.csv).
         per_set = sel[(sel.task != "macro") & (sel.metric == "embedding")]

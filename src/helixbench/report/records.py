@@ -7,7 +7,14 @@ import pandas as pd
 from ..config.plan import Plan, run_label
 from ..datasets.jsonfiles import read_jsonl
 from ..scoring import scorers_for
-from ..stats import Interval, PairedTest, paired_interval, paired_test
+from ..stats import (
+    Interval,
+    PairedTest,
+    inverted_interval,
+    paired_differences,
+    paired_test,
+    sign_flip_test,
+)
 
 
 def load_scores(plan: Plan, runs=None) -> pd.DataFrame:
@@ -42,6 +49,12 @@ def scores_frame(rows: list[dict]) -> pd.DataFrame:
         for key in ((row["model"], row["method"]) for row in rows)
     ]
     return frame
+
+
+def values_of(frame: pd.DataFrame, *columns: str):
+    """The ``columns``' values a row at a time, as Python values (an Arrow-backed
+    column iterates a value at a time slowly; its list comes in one call)."""
+    return zip(*(frame[column].tolist() for column in columns), strict=True)
 
 
 def rows_by_run(frame: pd.DataFrame):
@@ -129,9 +142,10 @@ def _macro_weighted(paired: dict) -> tuple[dict, dict, dict]:
     that each task counts once."""
     score_a, score_b, weights = {}, {}, {}
     for of_a, of_b, shared in paired.values():
-        for q in shared:
-            score_a[q], score_b[q] = of_a[q], of_b[q]
-            weights[q] = 1 / (len(paired) * len(shared))
+        weight = 1 / (len(paired) * len(shared))
+        score_a.update((q, of_a[q]) for q in shared)
+        score_b.update((q, of_b[q]) for q in shared)
+        weights.update(dict.fromkeys(shared, weight))
     return score_a, score_b, weights
 
 
@@ -146,6 +160,5 @@ def macro_comparison(paired: dict) -> tuple[PairedTest, Interval]:
     """The test of :func:`macro_paired_test` and the macro difference with the interval
     of differences the same test does not reject at 5% (it leaves out 0 exactly when
     the test's p <= 0.05), from one weighing of the questions."""
-    score_a, score_b, weights = _macro_weighted(paired)
-    test = paired_test(score_a, score_b, weights=weights)
-    return test, paired_interval(score_a, score_b, weights=weights)
+    diffs, w = paired_differences(*_macro_weighted(paired))
+    return sign_flip_test(diffs, w), inverted_interval(diffs, w)
