@@ -53,7 +53,7 @@ from helixbench import paths  # noqa: E402
 from helixbench.config import build_plan  # noqa: E402
 from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
 from helixbench.scoring import CORRECTNESS_SCORERS, scorers_for  # noqa: E402
-from helixbench.scoring.batch import DEFAULT_BATCH  # noqa: E402
+from helixbench.scoring.batch import DEFAULT_BATCH, batch_jobs  # noqa: E402
 from helixbench.transcripts import finished_bytes, read_records  # noqa: E402
 
 BENCHMARKS = ["geneturing", "genehop", "geneturing2025", "bioragent"]
@@ -357,33 +357,36 @@ def _in_parallel(commands: list[list[str]], work: Path, env: dict, cores: int):
     return time.perf_counter() - started, seconds
 
 
-# A score batch as the workflow's score_batch job scores it (workflow/scripts/score_batch.py).
+# A score batch as the workflow's score_batch job scores it (workflow/scripts/score_batch.py):
+# its runs' jobs made once by the caller, as Snakemake hands them to the job (params.runs).
 BATCH_JOB = """
 import json, sys
 from pathlib import Path
-from helixbench.config import build_plan
-from helixbench.datasets.fetch import resolve_mirror
-from helixbench.scoring.batch import batch_jobs, score_batch
-config, model, index, size = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-plan = build_plan(config, resolve_mirror(None))
-runs = plan.score_batches(int(size))[(model, index)]
-models = {name: spec for _, name, spec in plan.scoring_models()} or None
-score_batch(batch_jobs(plan, runs), plan.scoring, models, Path(sys.argv[5]), Path(sys.argv[6]))
+from helixbench.scoring.batch import score_batch
+batch = json.loads(Path(sys.argv[1]).read_text())
+score_batch(batch["jobs"], batch["scoring"], batch["models"], Path(sys.argv[2]), Path(sys.argv[3]))
 """
 
 
 def score_batches(work: Path, config: dict, plan, cores: int, env: dict, size: int):
     """Every run scored and summarized as the workflow's ``score_batch`` jobs do (one
-    process a batch of a model's runs, ``size`` at a time), ``cores`` batches at a time:
-    wall, and the batches' seconds a run."""
+    process a batch of a model's runs, ``size`` at a time, given its runs' jobs as the
+    rule's parameters give them), ``cores`` batches at a time: wall, and the batches'
+    seconds a run."""
     rescore = {**env, "HELIXBENCH_RESCORE": "1"}  # (timed afresh, whatever is on disk)
     # (and no verdict kept by an earlier call: the sweep's own runs share theirs)
     (work / paths.MODEL_CACHE).with_name("verdicts.sqlite").unlink(missing_ok=True)
-    commands = [
-        [sys.executable, "-c", BATCH_JOB, json.dumps(config), model, batch, str(size)]
-        + [paths.QUESTIONS, paths.MODEL_CACHE]
-        for model, batch in plan.score_batches(size)
-    ]
+    models = {name: spec for _, name, spec in plan.scoring_models()} or None
+    folder = work / "logs" / "perf-batches"
+    folder.mkdir(parents=True, exist_ok=True)
+    commands = []
+    for i, runs in enumerate(plan.score_batches(size).values()):
+        batch = {"jobs": batch_jobs(plan, runs), "scoring": plan.scoring, "models": models}
+        (folder / f"{i}.json").write_text(json.dumps(batch))
+        commands.append(
+            [sys.executable, "-c", BATCH_JOB, str(folder / f"{i}.json")]
+            + [paths.QUESTIONS, paths.MODEL_CACHE]
+        )
     wall, seconds = _in_parallel(commands, work, rescore, cores)
     return wall, sum(seconds) / len(plan.runs)
 
