@@ -266,6 +266,22 @@ CAPS = {  # cap: (its limit, a program that reaches it)
 }
 
 
+def test_a_cgroup_left_by_an_earlier_process_of_the_same_id_is_replaced(tmp_path):
+    """A sandbox's cgroup is named by its process's id and count: one left by a killed
+    process that had the id before is removed where empty and made anew, never the
+    sandbox's error (pids wrap around on a machine that runs for days)."""
+    parent = tmp_path / "pids"
+    (parent / "helixbench-1-0").mkdir(parents=True)
+    found = limits.Cgroups({"pids": str(parent)}, 1)
+    box = found.make("helixbench-1-0", limits.Limits(processes=7))
+    assert (parent / "helixbench-1-0" / "pids.max").read_text() == "7"
+    box.remove()  # (a folder with a file: a real cgroup's files go with it)
+    (parent / "helixbench-1-1").mkdir()
+    (parent / "helixbench-1-1" / "busy").write_text("")  # not empty: named, not replaced
+    with pytest.raises(OSError, match="helixbench-1-1"):
+        found.make("helixbench-1-1", limits.Limits())
+
+
 @pytest.mark.parametrize("held_by", ["cgroup", "rlimit"])
 def test_each_cap_is_reached_recorded_and_the_next_question_runs(tmp_path, monkeypatch, held_by):
     """Each cap of `limits`, reached by a program made to: the question's error names

@@ -96,7 +96,15 @@ class Cgroups:
         made = {}
         for controller, parent in self.parents.items():
             folder = os.path.join(parent, name)
-            os.mkdir(folder)
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                # A name carries its process's id and count, so no sandbox of this
+                # process has it: it is left from a process of this id before (killed
+                # before it could remove it). Removed where empty, else the error
+                # names it.
+                os.rmdir(folder)
+                os.mkdir(folder)
             made[controller] = folder
         box = CgroupBox(made, self.version)
         box.set(limits)
