@@ -80,19 +80,24 @@ def read_jsonl(path: str | Path) -> list:
     # which str.splitlines would break the line at)
     for number, line in enumerate(read_text(path).split("\n"), 1):
         line = line.removesuffix("\r")
-        try:
-            values.append(orjson.loads(line))
+        if not line.strip():
             continue
-        except orjson.JSONDecodeError:
-            if not line.strip():
-                continue
         try:
-            values.append(json.loads(line))
+            values.append(parse_json(line))
         except json.JSONDecodeError as exc:
             raise DataError(
                 f"{path}, line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
             ) from None
     return values
+
+
+def parse_json(text: str | bytes):
+    """The JSON value of ``text`` (module docstring: orjson, else ``json``, whose
+    JSONDecodeError says what is wrong)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def compact_json(value) -> bytes:

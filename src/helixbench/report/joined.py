@@ -58,7 +58,8 @@ def read_run_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) ->
     from .provenance import _git_commit
 
     produced = {"version": __version__, "commit": _git_commit()}
-    schema = arrow_schema().with_metadata({"helixbench": json.dumps(produced, sort_keys=True)})
+    plain = arrow_schema()
+    schema = plain.with_metadata({"helixbench": json.dumps(produced, sort_keys=True)})
     digest_at = schema.get_field_index("config_sha256")
     # The columns of categories read as dictionaries (their codes, not a string a row:
     # 1,000 runs of the whole question bank take 0.7 GB in memory, not 1.8) and
@@ -68,7 +69,7 @@ def read_run_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) ->
             field.with_type(pa.dictionary(pa.int32(), pa.string()))
             if field.name in CATEGORIES
             else field
-            for field in arrow_schema()
+            for field in plain
         ]
     )
     parts, pending = [], []
@@ -76,7 +77,7 @@ def read_run_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) ->
 
     def flush(writer):  # row groups of many runs: compressed as well as one table
         if pending:
-            batch = pa.concat_tables(pending).cast(arrow_schema())
+            batch = pa.concat_tables(pending).cast(plain)
             digest = pa.array([config_digest] * len(batch), pa.string())
             writer.write_table(batch.set_column(digest_at, schema.field(digest_at), digest))
             pending.clear()
@@ -127,16 +128,13 @@ def joined_scores(plan: Plan, summaries: dict[str, dict]) -> pd.DataFrame:
     tasks = frame[frame.task != "macro"]
     where = _positions(plan)
     keys = list(values_of(tasks, "model", "method", "benchmark", "task"))
-    tasks = tasks.iloc[sorted(range(len(tasks)), key=lambda i: where[keys[i]])]
+    order = sorted(range(len(tasks)), key=lambda i: where[keys[i]])
+    tasks, keys = tasks.iloc[order], [keys[i] for i in order]
     by_key = {k: t for k, t in zip(where, plan.tasks, strict=True)}
     tasks = tasks.assign(
         paper=[
             published(_recording(t), t.method_spec.get("mask"), t.benchmark, t.task, metric)
-            for t, metric in zip(
-                (by_key[key] for key in values_of(tasks, "model", "method", "benchmark", "task")),
-                tasks.metric.tolist(),
-                strict=True,
-            )
+            for t, metric in zip((by_key[key] for key in keys), tasks.metric.tolist(), strict=True)
         ]
     )
     # Each (benchmark, model, method, metric)'s tasks, in the order of first appearance

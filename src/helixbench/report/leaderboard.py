@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..benchmarks import bank
 from ..config.plan import Plan
+from .records import values_of
 from .text import counted
 
 # The benchmarks of the question bank (GeneTuring 2025, BioRAGent, LAB-Bench).
@@ -55,15 +56,7 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
     else:
         badly = answers = pd.Series(dtype=int)
     rows = []
-    # (model, method, benchmark, metric) -> its first macro row: one pass, not a
-    # frame's mask a run and metric
-    macros = summary[summary.task == "macro"]
-    first: dict[tuple, tuple] = {}
-    for key, *found in zip(
-        zip(macros.model, macros.method, macros.benchmark, macros.metric, strict=True),
-        macros.score, macros.ci_low, macros.ci_high, macros.n, strict=True,
-    ):  # fmt: skip
-        first.setdefault(key, found)
+    first = first_macros(summary)
     for run in plan.runs:
         for benchmark in dict.fromkeys(t.benchmark for t in run.tasks):
             if benchmark in OWN_LEADERBOARD:
@@ -163,6 +156,17 @@ def _bound(value) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
 
+def first_macros(summary: pd.DataFrame) -> dict[tuple, tuple]:
+    """(model, method, benchmark, metric) -> (score, ci_low, ci_high, n) of its first
+    macro row of scores.csv: one pass, not a mask of the table a run and metric."""
+    macros = summary[summary.task == "macro"]
+    first: dict[tuple, tuple] = {}
+    columns = ("model", "method", "benchmark", "metric", "score", "ci_low", "ci_high", "n")
+    for *key, score, low, high, n in values_of(macros, *columns):
+        first.setdefault(tuple(key), (score, low, high, n))
+    return first
+
+
 def macro_rows(summary: pd.DataFrame) -> dict[tuple[str, str, str], pd.DataFrame]:
     """(model, method, benchmark) -> its macro rows of scores.csv, grouped once (a
     sweep's table has a row per run, task and metric)."""
@@ -235,6 +239,7 @@ def geneset_leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame)
     by_run = {key: rows for key, rows in of_sets.groupby(["model", "method"], sort=False)}
     encoders = scores[(scores.benchmark == GENESETS) & (scores.metric == "embedding")]
     encoders = encoders.dropna(subset=["scored_by"]).groupby("run").scored_by.first()
+    first = first_macros(of_sets)
     for run in plan.runs:
         tasks = [t for t in run.tasks if t.benchmark == GENESETS]
         if not tasks:
@@ -242,10 +247,10 @@ def geneset_leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame)
         sel = by_run.get((run.model, run.method), of_sets.iloc[:0])
         row = {"run": run.label, "model": run.model, "method": run.method}
         for metric in ("embedding", "rougeL"):
-            hit = sel[(sel.task == "macro") & (sel.metric == metric)]
-            row[metric] = float(hit.score.iloc[0]) if not hit.empty else None
-            row[f"{metric}_ci_low"] = _bound(hit.ci_low.iloc[0]) if not hit.empty else None
-            row[f"{metric}_ci_high"] = _bound(hit.ci_high.iloc[0]) if not hit.empty else None
+            hit = first.get((run.model, run.method, GENESETS, metric))
+            row[metric] = float(hit[0]) if hit is not None else None
+            row[f"{metric}_ci_low"] = _bound(hit[1]) if hit is not None else None
+            row[f"{metric}_ci_high"] = _bound(hit[2]) if hit is not None else None
         # Compared on the datasets its metric scored (a contaminated set has no name to
         # be similar to: it is scored for what the model did, in robustness.csv).
         per_set = sel[(sel.task != "macro") & (sel.metric == "embedding")]

@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import orjson
-
+from ..datasets.jsonfiles import parse_json
 from ..digests import sha256_json, sha256_text
 from ..store import SqliteStore
 
@@ -50,11 +49,7 @@ class KeptVerdicts(SqliteStore):
 
 
 def _verdict(text: str) -> dict:
-    try:
-        kept = orjson.loads(text)
-    except orjson.JSONDecodeError:  # (a NaN: json wrote it)
-        kept = json.loads(text)
-    return {n: tuple(v) if isinstance(v, list) else v for n, v in kept.items()}
+    return {n: tuple(v) if isinstance(v, list) else v for n, v in parse_json(text).items()}
 
 
 def kept_verdicts(model_cache) -> KeptVerdicts | None:
