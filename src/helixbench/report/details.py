@@ -64,6 +64,10 @@ def shown_text(value):
     """``value`` as the per-question view shows it: a string past
     :data:`MAX_TEXT_CHARS` cut, with the count of what is left out; anything else as is
     (nested lists and mappings cut inside)."""
+    if isinstance(value, (dict, list)) and len(compact_json(value)) <= MAX_TEXT_CHARS:
+        # (no string is longer than the JSON that holds it: nothing inside to cut, and
+        # one C call in place of a Python call a value)
+        return value
     if isinstance(value, str):
         if len(value) <= MAX_TEXT_CHARS:
             return value

@@ -89,11 +89,13 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=SCORE_COLUMNS)
     macros = []
     macro_intervals = _same_values_once(macro_interval)
-    for (benchmark, model, method, metric), group in table.groupby(
-        ["benchmark", "model", "method", "metric"], sort=False
-    ):
-        complete = set(group.task) == _scored_tasks(benchmark)
-        interval = macro_intervals(dict(zip(group.task, group._scores, strict=True)))
+    groups: dict[tuple, list[dict]] = {}  # (rows, not a frame's groups: 60 a run)
+    for row in rows:
+        key = (row["benchmark"], row["model"], row["method"], row["metric"])
+        groups.setdefault(key, []).append(row)
+    for (benchmark, model, method, metric), group in groups.items():
+        complete = {row["task"] for row in group} == _scored_tasks(benchmark)
+        interval = macro_intervals({row["task"]: row["_scores"] for row in group})
         macros.append(
             {
                 "benchmark": benchmark,
@@ -102,10 +104,10 @@ def score_table(plan: Plan, scores: pd.DataFrame) -> pd.DataFrame:
                 "method": method,
                 "metric": metric,
                 "n": len(group),
-                "score": group.score.mean(),
+                "score": float(np.mean([row["score"] for row in group])),
                 # The paper's average covers every task; compare only a complete set.
                 "paper": published(
-                    group._recording.iloc[0], group._mask.iloc[0], benchmark, "macro", metric
+                    group[0]["_recording"], group[0]["_mask"], benchmark, "macro", metric
                 )
                 if complete
                 else None,
