@@ -59,18 +59,22 @@ def scorer_kind(metric: str) -> str:
     return "published" if metric.endswith("_published") else "deterministic"
 
 
-def scorer_of(scores: pd.DataFrame, primary: pd.DataFrame) -> str:
+def scorer_of(scores: list[tuple[str, str]], primary: list[tuple[str, str]]) -> str:
     """Where a run's primary scores on a benchmark come from, in words: one kind, or
-    each kind with how many questions it scored."""
+    each kind with how many questions it scored. ``scores``: the run's (question,
+    metric) pairs on the benchmark; ``primary``: those of its primary scores."""
     counts: Counter = Counter()
-    for metric, sel in primary.groupby("metric", sort=False):
+    by_metric: dict[str, set] = {}
+    for question, metric in primary:
+        by_metric.setdefault(metric, set()).add(question)
+    for metric, questions in by_metric.items():
         parts = COMBINED.get(str(metric))
         if not parts:
-            counts[scorer_kind(str(metric))] += len(sel)
+            counts[scorer_kind(str(metric))] += sum(m == metric for _, m in primary)
             continue
-        left = set(sel.question_id)
+        left = set(questions)
         for part, kind in parts:
-            found = left & set(scores.question_id[scores.metric == part])
+            found = left & {question for question, m in scores if m == part}
             counts[kind] += len(found)
             left -= found
         counts["deterministic"] += len(left)

@@ -111,7 +111,7 @@ def write_report(
     facts = {task: facts[(task.benchmark, task.task, task.label)] for task in plan.tasks}
     report_options = config.get("report", {})
     place_run_files(plan, out_dir, bool(report_options.get("exports")))
-    scores = read_run_scores(
+    scores, question_scores = read_run_scores(
         plan, config_digest, out_dir, csv=report_options.get("question_scores_csv", False)
     )
     summary = joined_scores(plan, summaries)
@@ -373,6 +373,7 @@ def write_report(
         for p in (out_dir / Path(folder).relative_to(paths.REPORT_DIR)).rglob("*")
         if p.is_file()
     )
+    question_scores.result()  # (the crate gives its checksum)
     write_crate(out_dir, described + placed, plan, facts, prov)
     missing = [name for name in paths.REPORT_FILES if not (out_dir / name).is_file()]
     if missing:  # the report rule declares every file of paths.REPORT as its output

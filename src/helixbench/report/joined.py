@@ -4,6 +4,7 @@ in the plan's order, as the tables would be if computed from every record at onc
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -47,10 +48,37 @@ ROW_GROUP = 1_000_000  # rows of question_scores.parquet written at once
 CATEGORIES = ["run", "model", "method", "benchmark", "task", "question_id", "metric", "demo"]
 
 
-def read_run_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) -> pd.DataFrame:
-    """Every run's per-question table, written as the report's
-    ``question_scores.parquet`` (a run at a time, each with the config's digest; and as
-    ``.csv`` with ``csv``), and returned as one frame (without the digest)."""
+def read_run_scores(
+    plan: Plan, config_digest: str, out_dir: Path, csv: bool
+) -> tuple[pd.DataFrame, Future]:
+    """Every run's per-question table as one frame (without the config's digest), and
+    the report's ``question_scores.parquet`` (every row with the digest; and ``.csv``
+    with ``csv``) being written on a thread of its own while the report goes on
+    (pyarrow's writer leaves Python's lock: a second core's work); the future's
+    ``result()`` waits for the file and raises what writing it raised."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # The columns of categories read as dictionaries (Parquet's own: their codes, not a
+    # string a row, in half the time: 1,000 runs of the whole question bank take 0.7 GB
+    # in memory, not 1.8) and written as the text the table's schema says.
+    parts = [pq.read_table(run.score_table_path, read_dictionary=CATEGORIES) for run in plan.runs]
+    out = Path(out_dir) / "question_scores.parquet"
+    written = ThreadPoolExecutor(max_workers=1, thread_name_prefix="question-scores")
+    future = written.submit(_write_question_scores, parts, config_digest, out, csv)
+    written.shutdown(wait=False)
+    if not parts:
+        return pd.DataFrame(columns=[c for c in COLUMNS if c != "config_sha256"]), future
+    digest_at = parts[0].schema.get_field_index("config_sha256")
+    table = pa.concat_tables([part.remove_column(digest_at) for part in parts])
+    del parts
+    frame = table.to_pandas(categories=CATEGORIES)
+    return frame, future
+
+
+def _write_question_scores(parts: list, config_digest: str, out: Path, csv: bool) -> None:
+    """``question_scores.parquet`` of the runs' tables, their rows given the config's
+    digest, in row groups of many runs (compressed as well as one table)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -61,44 +89,19 @@ def read_run_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) ->
     plain = arrow_schema()
     schema = plain.with_metadata({"helixbench": json.dumps(produced, sort_keys=True)})
     digest_at = schema.get_field_index("config_sha256")
-    # The columns of categories read as dictionaries (their codes, not a string a row:
-    # 1,000 runs of the whole question bank take 0.7 GB in memory, not 1.8) and
-    # written as the text the table's schema says.
-    coded = pa.schema(
-        [
-            field.with_type(pa.dictionary(pa.int32(), pa.string()))
-            if field.name in CATEGORIES
-            else field
-            for field in plain
-        ]
-    )
-    parts, pending = [], []
-    out = Path(out_dir) / "question_scores.parquet"
-
-    def flush(writer):  # row groups of many runs: compressed as well as one table
-        if pending:
-            batch = pa.concat_tables(pending).cast(plain)
+    with pq.ParquetWriter(out, schema) as writer:
+        start = 0
+        while start < len(parts):
+            end, rows = start, 0
+            while end < len(parts) and rows < ROW_GROUP:
+                rows += len(parts[end])
+                end += 1
+            batch = pa.concat_tables(parts[start:end]).cast(plain)
             digest = pa.array([config_digest] * len(batch), pa.string())
             writer.write_table(batch.set_column(digest_at, schema.field(digest_at), digest))
-            pending.clear()
-
-    with pq.ParquetWriter(out, schema) as writer:
-        for run in plan.runs:
-            part = pq.read_table(run.score_table_path, schema=coded)
-            pending.append(part)
-            if sum(len(p) for p in pending) >= ROW_GROUP:
-                flush(writer)
-            parts.append(part.remove_column(digest_at))
-        flush(writer)
-    if not parts:
-        return pd.DataFrame(columns=[c for c in COLUMNS if c != "config_sha256"])
-    table = pa.concat_tables(parts)
-    del parts
-    frame = table.to_pandas(categories=CATEGORIES)
-    del table
+            start = end
     if csv:
-        pd.read_parquet(out).to_csv(Path(out_dir) / "question_scores.csv", index=False)
-    return frame
+        pd.read_parquet(out).to_csv(out.with_suffix(".csv"), index=False)
 
 
 def _positions(plan: Plan) -> dict[tuple[str, str, str, str], int]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import pandas as pd
 
 from ..benchmarks import bank, get, module_of, tasks_of
@@ -26,7 +25,7 @@ from ..datasets.questions import Question
 from ..scoring.lists import gold_items, separator_of
 from ..stats import macro_interval, mean_interval
 from .bank_board import BANK_LEADERBOARD_COLUMNS, scorer_of
-from .records import primary_metric
+from .records import primary_metric, values_of
 from .scores import POOLED, ROUND
 from .text import fmt, fmt_bracket
 
@@ -166,40 +165,48 @@ def bank_leaderboard(
     empty reply or none the method could read (:func:`answer_shares`); the join ranks
     the rows of every run (:func:`.bank_board.rank_bank`)."""
     asked = asked or {}
-    primary = _primary(plan, scores)
-    originals = scores[scores.question_id.isin({q.overlap_id for q in questions.values()})]
+    # (one pass over the rows as tuples: a run's summary makes this table, and a
+    # frame's masks a group cost more than the table)
+    primaries: dict[str, str] = {}
+    counterparts_of = {q.overlap_id for q in questions.values()}
+    primary, of_run, originals = {}, {}, {}
+    for row in values_of(scores, "run", "benchmark", "task", "question_id", "metric", "score"):
+        run, benchmark, task, question, metric, _ = row
+        of_run.setdefault((run, benchmark), []).append(row)
+        if task not in primaries:
+            primaries[task] = primary_metric(plan, task)
+        if question in counterparts_of and metric == primaries[task]:
+            originals.setdefault(run, []).append(row)
+        if benchmark in NEWER and metric == primaries[task]:
+            primary.setdefault((run, benchmark), []).append(row)
     rows = []
-    for (run, benchmark), sel in primary.groupby(["run", "benchmark"], sort=False):
-        shared = np.array(
-            [questions[i].overlap_id is not None for i in sel.question_id.tolist()], dtype=bool
-        )
+    for (run, benchmark), sel in primary.items():
+        shared = [row for row in sel if questions[row[3]].overlap_id is not None]
+        new = [row for row in sel if questions[row[3]].overlap_id is None]
         macro = macro_interval(_by_task(sel))
-        pooled = mean_interval(sel.score) if get(benchmark).pooled else None
-        counterparts = {questions[i].overlap_id for i in sel.question_id[shared]}
-        theirs = originals[(originals.run == run) & originals.question_id.isin(counterparts)]
-        theirs = theirs[theirs.metric == theirs.task.map(lambda t: primary_metric(plan, t))]
-        of_run = scores[(scores.run == run) & (scores.benchmark == benchmark)]
+        pooled = mean_interval([row[5] for row in sel]) if get(benchmark).pooled else None
+        counterparts = {questions[row[3]].overlap_id for row in shared}
+        theirs = [row for row in originals.get(run, []) if row[3] in counterparts]
+        own = of_run[(run, benchmark)]
         rows.append(
             {
                 "run": run,
                 "benchmark": benchmark,
-                "scorer": scorer_of(of_run, sel),
+                "scorer": scorer_of([r[3:5] for r in own], [r[3:5] for r in sel]),
                 "macro": macro.mean,
                 "ci_low": macro.low,
                 "ci_high": macro.high,
                 # (a question asked once for two benchmarks is asked for both)
-                "asked": max(
-                    asked.get(benchmark, {}).get("asked", 0), of_run.question_id.nunique()
-                ),
+                "asked": max(asked.get(benchmark, {}).get("asked", 0), len({r[3] for r in own})),
                 "scored": len(sel),
-                "tasks": sel.task.nunique(),
+                "tasks": len({row[2] for row in sel}),
                 "empty": asked.get(benchmark, {}).get("empty"),
                 "unparsed": asked.get(benchmark, {}).get("unparsed"),
                 "pooled": pooled.mean if pooled else None,
                 "pooled_low": pooled.low if pooled else None,
                 "pooled_high": pooled.high if pooled else None,
-                **_part("shared", sel[shared]),
-                **_part("new", sel[~shared]),
+                **_part("shared", shared),
+                **_part("new", new),
                 **_part("original", theirs),
             }
         )
@@ -213,20 +220,21 @@ def bank_leaderboard(
     return table  # (ranked where every run's rows meet: joined.joined_bank)
 
 
-def _by_task(frame: pd.DataFrame) -> dict[str, list[float]]:
-    """Task -> its scores in the frame's order, the tasks sorted."""
+def _by_task(rows: list[tuple]) -> dict[str, list[float]]:
+    """Task -> its scores in the rows' order, the tasks sorted (rows as
+    :func:`bank_leaderboard` reads them)."""
     found: dict[str, list[float]] = {}
-    for task, score in zip(frame.task.tolist(), frame.score.tolist(), strict=True):
-        found.setdefault(task, []).append(score)
+    for row in rows:
+        found.setdefault(row[2], []).append(row[5])
     return {task: found[task] for task in sorted(found)}
 
 
-def _part(name: str, frame: pd.DataFrame) -> dict:
+def _part(name: str, rows: list[tuple]) -> dict:
     """The macro of a part of a run's answers (None where the part is empty)."""
-    if frame.empty:
+    if not rows:
         return {name: None, f"{name}_n": 0}
-    per_task = _by_task(frame)
-    return {name: sum(map(_mean, per_task.values())) / len(per_task), f"{name}_n": len(frame)}
+    per_task = _by_task(rows)
+    return {name: sum(map(_mean, per_task.values())) / len(per_task), f"{name}_n": len(rows)}
 
 
 def _mean(values: list[float]) -> float:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from .. import paths
 from ..config.plan import Plan, RunTask, run_label
-from ..datasets.jsonfiles import read_jsonl
+from ..datasets.jsonfiles import parse_json, read_jsonl
 from ..datasets.questions import read_questions
 from ..run.health import run_warnings
 from ..scoring.verdicts import UNDECIDED
@@ -363,7 +363,7 @@ def _plain(value):
 
 def read_summary(path: Path) -> dict:
     """A run's summary.json; an older summary's content is not the report's to read."""
-    summary = json.loads(Path(path).read_text())
+    summary = parse_json(Path(path).read_bytes())  # (a sweep's report reads thousands)
     if summary.get("version") != SUMMARY_VERSION:
         raise ValueError(
             f"{path}: a summary of another helixbench version; run the workflow again "

@@ -44,7 +44,8 @@ class KeptScores:
     """A run's text scores, read where a run or job before kept them
     (:mod:`.kept_verdicts`: one entry an answer to a question, holding the verdicts of
     its task's kept scorers; all the run's entries asked at once), the rest computed
-    and kept on :meth:`close`."""
+    and kept on :meth:`close`. ``memo``: what the batch's runs before found or kept
+    (a key's verdicts, an answer's key), so that a batch asks the store once an answer."""
 
     def __init__(
         self,
@@ -53,6 +54,7 @@ class KeptScores:
         records: list[dict],
         questions: dict,
         digests: dict[str, str] | None = None,
+        memo: dict | None = None,
     ):
         self._store = kept_verdicts(model_cache)
         self._keys: dict[tuple, str] = {}
@@ -60,6 +62,9 @@ class KeptScores:
         self._found: dict[str, dict] = {}
         if self._store is None:
             return
+        memo = {} if memo is None else memo
+        self._known = memo.setdefault("verdicts", {})  # key -> its verdicts, as kept
+        made = memo.setdefault("keys", {})  # (namespace, question, answer) -> key
         spaces: dict[str, str | None] = {}  # task -> its kept scorers' namespace
         digests = {} if digests is None else digests  # question id -> question_digest
         for record in records:
@@ -68,12 +73,21 @@ class KeptScores:
                 spaces[question.task] = scorers.namespace(
                     scorers_for(question.task, scorers.scoring)
                 )
-            if spaces[question.task] is not None:
+            space, answer = spaces[question.task], record["answer"]
+            if space is None:
+                continue
+            named = (space, question.id, answer) if isinstance(answer, str) else None
+            key = made.get(named) if named else None
+            if key is None:
                 if question.id not in digests:
                     digests[question.id] = question_digest(question)
-                key = verdict_key(spaces[question.task], digests[question.id], record["answer"])
-                self._keys[(question.id, record["answer"])] = key
-        self._found = self._store.found(list(self._keys.values()))
+                key = verdict_key(space, digests[question.id], answer)
+                if named:
+                    made[named] = key
+            self._keys[(question.id, answer)] = key
+        asked = [key for key in dict.fromkeys(self._keys.values()) if key not in self._known]
+        self._known.update(self._store.found(asked))
+        self._found = self._known
 
     def score(self, name: str, scorer, question, answer):
         key = self._keys.get((question.id, answer))
@@ -89,6 +103,8 @@ class KeptScores:
         if self._store is not None:
             self._store.keep(self._new)
             self._store.close()
+            for key, verdicts in self._new.items():  # (as the store keeps them: a key once)
+                self._known.setdefault(key, verdicts)
 
 
 def score_run(
@@ -136,7 +152,8 @@ def score_run(
     rows = []
     # (a batch's runs share its question table, and so their questions' digests)
     digests = shared.setdefault(("question digests",), {})
-    kept = KeptScores(scorers, model_cache, records, questions, digests)
+    memo = shared.setdefault(("kept verdicts",), {})
+    kept = KeptScores(scorers, model_cache, records, questions, digests, memo)
     of_task: dict[str, list[tuple]] = {}  # task -> its scorers, once a run
     for record in records:
         question = questions[record["question_id"]]
