@@ -27,7 +27,7 @@ from helixbench.gateway.model_api import ModelGateway
 from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.models import create_model
-from helixbench.report.operations import agent_table
+from helixbench.report.tables.operations import agent_table
 from helixbench.run.shard import run_shard
 from helixbench.sources.recordings import (
     load_recording,

@@ -31,7 +31,7 @@ from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.choices import write_templates
 from helixbench.paths import CODE_CACHE, CODE_ENV, PEER_TEMPLATES
-from helixbench.report.scores import score_table
+from helixbench.report.tables.scores import score_table
 from helixbench.run.shard import run_shard
 from helixbench.scoring import DEFAULT_SCORING
 from helixbench.scoring.run_scores import score_run

@@ -16,7 +16,7 @@ from scipy.stats import binomtest
 from helixbench.config import ConfigError, build_plan
 from helixbench.datasets.questions import Question
 from helixbench.errors import DataError
-from helixbench.report.bank_board import answer_shares, rank_bank
+from helixbench.report.tables.bank_board import answer_shares, rank_bank
 from helixbench.scoring.answer_numbers import stated_numbers
 from helixbench.scoring.labbench2 import value_verdict
 from helixbench.sources.checks import bixbench_rows, labbench2_report
@@ -184,7 +184,7 @@ def test_imports_are_checked_at_plan_time_and_key_order_shapes_nothing(mirror, t
 def test_imported_bare_runs_are_the_baselines_of_their_tools_twins(mirror):
     """LABBench2's bare and tools,high runs of one model: the headline compares them, and
     a run of ours with the best published run."""
-    from helixbench.report.headline import _pairs
+    from helixbench.report.tables.headline import _pairs
 
     systems = ("gpt-5-2", "claude-opus-4-5")
     models = {s: {"backend": "imported", "source": f"labbench2/{s}"} for s in systems}

@@ -170,7 +170,7 @@ def test_robustness_of_two_published_models_through_the_workflow(mirror, tmp_pat
 def test_their_ranks_beside_ours(mirror, genesets, tmp_path, monkeypatch):
     """Hu et al.'s own percentile of each set's true name (their simrank file) beside
     ours on the same sets, matched by GO id, each with its encoder."""
-    from helixbench.report.robustness import rank_table, their_percentiles
+    from helixbench.report.tables.robustness import rank_table, their_percentiles
 
     (tmp_path / "resources").mkdir()  # the report reads the working directory's copies
     (tmp_path / "resources" / "upstream").symlink_to(mirror, target_is_directory=True)

@@ -430,7 +430,7 @@ def test_model_extractor_through_the_registry(tmp_path):
 def test_report_shows_a_sources_fields_as_text_not_markup():
     """The config supplies an imported source's name, model, prompt, citation and
     evaluator: report.md escapes them as the HTML report does."""
-    from helixbench.report.markdown import _imported_markdown
+    from helixbench.report.page.markdown import _imported_markdown
 
     hostile = "[click](https://evil.example) <img src=x onerror=alert(1)> **bold** | x\n# h"
     row = {

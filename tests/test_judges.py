@@ -170,7 +170,7 @@ def test_a_judges_error_rates_are_measured_and_its_scores_corrected_for_them():
     the interval covers."""
     import pandas as pd
 
-    from helixbench.report.judges import POOLED, calibration_table, corrected_table
+    from helixbench.report.tables.judges import POOLED, calibration_table, corrected_table
 
     rows = []
 
@@ -220,8 +220,8 @@ def test_a_jury_gives_its_rules_verdict_and_its_judges_agreement_is_krippendorff
     elsewhere; their alpha is the closed form for two judges, 1 - (n - 1) d / (n0 n1);
     each disagreement is listed with both verdicts. A third judge that sides with the
     first makes the majority the first's."""
-    from helixbench.report.judges import jury_tables
-    from helixbench.report.run_summary import judge_counts, jury_votes
+    from helixbench.report.run_share.run_summary import judge_counts, jury_votes
+    from helixbench.report.tables.judges import jury_tables
 
     factory, prompts = PROMPT_JUDGES["lb2_judge"]()
     asked = [Question.at("labbench2", "litqa3/inject", i, f"Gene {i}?", "TP53") for i in range(40)]

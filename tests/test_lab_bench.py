@@ -19,7 +19,7 @@ from helixbench.errors import ConfigError
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.choices import LETTERS, Presentation, present, write_templates
 from helixbench.paths import PEER_TEMPLATES
-from helixbench.report.scores import POOLED, score_table
+from helixbench.report.tables.scores import POOLED, score_table
 from helixbench.run.shard import run_shard
 from helixbench.scoring import DEFAULT_SCORING
 from helixbench.scoring.choice import picked

@@ -396,7 +396,7 @@ def _a_scripted_judge_is_measured_on_its_calibration_sample(workdir, mirror, own
     measured within two points of 0.90 and 0.95 on five systems, and the sixth's
     judged accuracy, corrected for them, covers that system's published accuracy."""
     from helixbench.config import build_plan
-    from helixbench.report.judges import POOLED, calibration_table, corrected_table
+    from helixbench.report.tables.judges import POOLED, calibration_table, corrected_table
     from helixbench.scoring.calibration import calibration_sample
     from helixbench.scoring.run_scores import score_run
     from helixbench.transcripts import read_records

@@ -22,7 +22,7 @@ from helixbench.errors import ConfigError
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.methods.originals import ORIGINALS, RUNNERS_DIR
 from helixbench.models.gguf import converted_name
-from helixbench.report.protocols import protocol_of, protocol_runs
+from helixbench.report.tables.protocols import protocol_of, protocol_runs
 from helixbench.transcripts import read_records
 
 from .conftest import REPO_ROOT, SMOLLM2, planned_run, run_snakemake

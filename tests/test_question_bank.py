@@ -13,7 +13,7 @@ from helixbench.benchmarks import load_all, tasks_of
 from helixbench.datasets.overlap import link_overlaps
 from helixbench.datasets.questions import Question, csv_rows, table_questions
 from helixbench.datasets.selection import answered_by, run_questions, sample_questions
-from helixbench.report.question_bank import gold_differences, overlap_summary
+from helixbench.report.tables.question_bank import gold_differences, overlap_summary
 from helixbench.scoring import DEFAULT_SCORING, PLAIN_SCORERS, scorers_for
 from helixbench.scoring.genegpt import genegpt_score
 from helixbench.scoring.labels import tf_label, yes_no
@@ -254,7 +254,7 @@ def test_label_scorers():
 
 
 def test_the_leaderboard_splits_shared_and_new_items():
-    from helixbench.report.question_bank import bank_leaderboard
+    from helixbench.report.tables.question_bank import bank_leaderboard
 
     old = _q("geneturing", "Gene alias", 0, "old?")
     shared = Question("geneturing2025.a.000", "geneturing2025", "Gene alias", "a", 0, "s", "x",

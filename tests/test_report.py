@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from helixbench.config import build_plan
-from helixbench.report.html import html_table
-from helixbench.report.operations import cost_table
+from helixbench.report.page.html import html_table
+from helixbench.report.tables.operations import cost_table
 from helixbench.run.health import run_warnings
 
 
@@ -102,7 +102,7 @@ def test_html_tables_show_a_missing_value_as_blank():
 
 def _summary(rows) -> pd.DataFrame:
     """A scores.csv-like table: (model, method, benchmark, task, metric, score, paper)."""
-    from helixbench.report.scores import SCORE_COLUMNS
+    from helixbench.report.tables.scores import SCORE_COLUMNS
 
     full = [
         {
@@ -124,7 +124,7 @@ def _summary(rows) -> pd.DataFrame:
 
 def test_table2_puts_the_papers_column_beside_the_runs_it_reproduces_only():
     from helixbench.benchmarks import tasks_of
-    from helixbench.report.layouts import table2
+    from helixbench.report.tables.layouts import table2
 
     config = {
         "models": {
@@ -177,7 +177,7 @@ def _task_summary(plan, scores) -> pd.DataFrame:
 
 
 def test_paired_tests_are_the_structured_pairs_with_holms_correction():
-    from helixbench.report.comparisons import asked_pairs, comparison_table, pair_formula
+    from helixbench.report.tables.comparisons import asked_pairs, comparison_table, pair_formula
     from helixbench.stats import holm
 
     config = {
@@ -215,7 +215,7 @@ def test_paired_tests_are_the_structured_pairs_with_holms_correction():
 
 
 def test_the_pairs_tested_grow_with_the_runs_not_their_square():
-    from helixbench.report.comparisons import asked_pairs
+    from helixbench.report.tables.comparisons import asked_pairs
 
     def pairs(n_models, n_methods):
         models = {
@@ -254,7 +254,7 @@ def test_holm_adjusts_a_family_of_p_values():
 
 
 def test_gene_sets_have_their_own_leaderboard():
-    from helixbench.report.leaderboard import geneset_leaderboard, leaderboard
+    from helixbench.report.tables.leaderboard import geneset_leaderboard, leaderboard
 
     config = {
         "models": {
@@ -296,8 +296,8 @@ def test_gene_sets_have_their_own_leaderboard():
 
 
 def test_one_models_protocols_side_by_side_with_macro_weighted_paired_tests():
-    from helixbench.report.protocols import protocol_table, protocol_tests
-    from helixbench.report.run_summary import task_facts
+    from helixbench.report.run_share.run_summary import task_facts
+    from helixbench.report.tables.protocols import protocol_table, protocol_tests
 
     config = {
         "models": {
@@ -405,10 +405,10 @@ def test_a_score_job_imports_a_runs_share_of_the_report_not_the_join():
     import sys
 
     code = (
-        "import sys, helixbench.report.run_summary, helixbench.report.details\n"
+        "import sys, helixbench.report.run_share.run_summary, helixbench.report.run_share.details\n"
         "import helixbench.scoring.batch, helixbench.scoring.run_scores\n"
         "print(sorted(m for m in sys.modules if m in {'helixbench.report.build',"
-        " 'helixbench.report.figures', 'matplotlib'}))"
+        " 'helixbench.report.page.figures', 'matplotlib'}))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
@@ -421,7 +421,7 @@ def test_a_score_job_imports_a_runs_share_of_the_report_not_the_join():
 def test_a_snp_function_answer_found_in_a_tool_reply_is_typed_e3():
     """The SNP gene function evidence (the gold's cleaned text in a reply) is reached
     whenever that task's first scorer is a correctness scorer."""
-    from helixbench.report.taxonomy import classify
+    from helixbench.report.tables.taxonomy import classify
 
     gold = "The SNP is in an intron of the gene (intron variant)."
     reply = "dbSNP says: the snp is in an intron of the gene . (intron variant) on chr1"
@@ -432,7 +432,7 @@ def test_a_snp_function_answer_found_in_a_tool_reply_is_typed_e3():
 
 
 def test_the_headline_compares_best_with_next_and_each_model_with_its_no_tools_baseline():
-    from helixbench.report.headline import headline_sentence, headline_table
+    from helixbench.report.tables.headline import headline_sentence, headline_table
     from helixbench.report.text import fmt
 
     chat = {"backend": "openai", "model": "x", "base_url": "http://localhost:1/v1", "api": "chat"}
@@ -468,7 +468,7 @@ def test_the_headline_compares_best_with_next_and_each_model_with_its_no_tools_b
 
 
 def test_the_per_question_view_shows_the_start_of_a_runaway_text():
-    from helixbench.report.details import MAX_TEXT_CHARS, shown_text
+    from helixbench.report.run_share.details import MAX_TEXT_CHARS, shown_text
 
     prompt = "x" * (MAX_TEXT_CHARS + 5)
     events = [{"type": "model", "data": {"prompt_increment": prompt, "tool_calls": ["ok"]}}]
@@ -483,7 +483,7 @@ def test_the_per_question_view_shows_the_start_of_a_runaway_text():
 def test_an_originals_prompts_are_paired_by_digest_not_by_cache_hits():
     """prompts_shared: the calls of an agent run whose prompt another run of the same
     model sent on the same question; other models' and other questions' do not count."""
-    from helixbench.report.operations import with_shared_prompts
+    from helixbench.report.tables.operations import with_shared_prompts
 
     agents = pd.DataFrame([{"model": "m", "method": "main-py", "prompts_shared": 0}])
     prompts = {
@@ -509,7 +509,12 @@ def test_no_text_of_a_run_can_end_the_bundled_pages_script(tmp_path):
     run past the page's size limit is left to runs/."""
     from types import SimpleNamespace
 
-    from helixbench.report.details import CALLBACK, inline_run_scripts, read_details, write_details
+    from helixbench.report.run_share.details import (
+        CALLBACK,
+        inline_run_scripts,
+        read_details,
+        write_details,
+    )
 
     data = {"run": "m</script> / x", "questions": [{"answer": "</script><!-- <b>bold</b>"}]}
     details = tmp_path / "details.js"
@@ -529,7 +534,7 @@ def test_the_leaderboard_figure_draws_at_most_twice_its_top_runs_of_a_tie(tmp_pa
     2 x TOP_RUNS of a benchmark (a bar each) and counts the rest, not 300 bars."""
     import struct
 
-    from helixbench.report.figures import TOP_RUNS, leaderboard_figure
+    from helixbench.report.page.figures import TOP_RUNS, leaderboard_figure
 
     def board(runs: int) -> pd.DataFrame:
         return pd.DataFrame(
@@ -561,7 +566,7 @@ def test_the_leaderboard_figure_draws_at_most_twice_its_top_runs_of_a_tie(tmp_pa
 def test_a_runs_page_file_leaves_out_what_the_page_never_shows():
     """A model call's prompt digest, size and token counts stay in the records, not in
     the run's page file; what the page shows of it, and every other event, is kept."""
-    from helixbench.report.details import UNSHOWN_MODEL_FIELDS, page_events
+    from helixbench.report.run_share.details import UNSHOWN_MODEL_FIELDS, page_events
 
     shown = {"prompt_increment": "Q?", "completion": "Answer: A", "cache": "miss", "error": None}
     call = {"prompt_sha256": "ab" * 32, "prompt_chars": 900, "prompt_tokens": 200}

@@ -564,7 +564,7 @@ def test_a_reports_tool_replies_replay_offline_on_another_machine(tmp_path):
     imported into another machine's empty cache, answer the same calls offline."""
     from helixbench.cli.commands import import_tool_replies
     from helixbench.errors import DataError
-    from helixbench.report.tool_replies import export_tool_replies, used_keys
+    from helixbench.report.run_share.tool_replies import export_tool_replies, used_keys
     from helixbench.tools.executor import ToolExecutor, ToolSettings
     from helixbench.tools.urls import canonical_url
 

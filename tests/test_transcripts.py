@@ -282,7 +282,7 @@ def test_a_record_the_report_cannot_sum_is_its_questions_error(tmp_path):
     """A count that is a string, a NaN, a number past any real one, an event that is not
     one: that question reads as ``record_invalid`` with no events; the others as written;
     the agents table sums them all."""
-    from helixbench.report.operations import agent_table
+    from helixbench.report.tables.operations import agent_table
 
     def record(question, **data):
         event = {"type": "tool", "index": 0, "data": {"route": "refused", **data}}

@@ -324,7 +324,7 @@ def test_each_runs_questions_load_on_demand_from_a_file_of_its_own(
     assert sorted(p.name for p in runs.iterdir()) == [
         "genegpt-101110.js", "genegpt-full.js", "genegpt-slim.js"
     ]  # fmt: skip
-    from helixbench.report.details import read_details
+    from helixbench.report.run_share.details import read_details
 
     text = (runs / "genegpt-slim.js").read_text()
     assert text.startswith('helixbenchRun("') and text.endswith('","codex / genegpt-slim");\n')
@@ -544,7 +544,7 @@ def test_gene_sets_through_the_workflow(mirror, tmp_path):
     assert 0.2 < float(gsea["rougeL"]) < 0.35 and 0.7 < float(gsea["percentile"]) < 0.95
     assert (report / "percentile.png").read_bytes()[:4] == b"\x89PNG"
     assert 'id="genesets"' in (report / "index.html").read_text()
-    from helixbench.report.details import read_details
+    from helixbench.report.run_share.details import read_details
 
     claims = json.dumps(read_details(report / "runs" / "llm" / "geneagent.js"))  # its questions
     assert "ERBB2, KRAS and HRAS take part in MAPK signaling" in claims
@@ -1060,7 +1060,7 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
         "uncounted = [{'type': 'model', 'input_tokens': None, 'output_tokens': None}]\n"
         "print(usage([{'type': 'tool'}]).total_tokens, usage(uncounted))"
     )
-    module = REPO_ROOT / "src" / "helixbench" / "report" / "inspect_log.py"
+    module = REPO_ROOT / "src" / "helixbench" / "report" / "exports" / "inspect_log.py"
     done = subprocess.run([python, "-c", rule, str(module)], capture_output=True, text=True)
     assert done.stdout.split() == ["0", "None"], done.stderr[-2000:]
     assert back["events"][:2] == ["model", "tool"]

@@ -60,7 +60,7 @@ def config_and_plan(args):
 
 def compare(args) -> None:
     from ..errors import ConfigError
-    from ..report.comparisons import compare_two
+    from ..report.tables.comparisons import compare_two
 
     if args.scores:
         from ..report.question_scores import read_question_scores
@@ -132,7 +132,7 @@ def plan(args) -> None:
     from ..datasets.fetch import resolve_mirror
     from ..datasets.questions import NEEDS_FILES
     from ..datasets.selection import answered_by, run_questions
-    from ..report.question_bank import overlap_summary
+    from ..report.tables.question_bank import overlap_summary
     from ..report.text import counted
 
     config, plan = config_and_plan(args)

@@ -137,7 +137,7 @@ def background(args) -> None:
 
 
 def export(args) -> None:
-    from ..report.exports import export_run
+    from ..report.exports.formats import export_run
 
     python = json.loads(Path(args.inspect_env).read_text())["python"] if args.inspect_env else None
     written = export_run(
@@ -163,7 +163,7 @@ def report(args) -> None:
     sources = json.loads(args.config_sources) if args.config_sources else args.config
     write_report(plan, config, config_hash(config), Path(args.out_dir), sources)
     from .. import paths
-    from ..report.summary import console_summary
+    from ..report.page.summary import console_summary
 
     paths.show_report(args.out_dir)  # results/report: this config's report, from now
     ending = Path(paths.REPORT_CONSOLE_SUMMARY)

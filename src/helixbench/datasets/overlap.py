@@ -18,7 +18,7 @@ benchmark module marks ``in_bank``):
   is"). Only a one-to-one match counts; the rest are new items.
 
 A repeated item keeps its own gold: where the golds differ, the report lists both
-(:func:`helixbench.report.question_bank.gold_differences`). Verbatim and
+(:func:`helixbench.report.tables.question_bank.gold_differences`). Verbatim and
 instruction-dropped items are the same question posed again, so a run that covers
 both benchmarks asks it once.
 """

@@ -1,7 +1,7 @@
 """The report: every table, figure and text under ``results/report/``.
 
 Each run's share is computed in its own job as the run finishes
-(:mod:`.run_summary`: its per-question table, its rows of the tables, the facts of
+(:mod:`.run_share.run_summary`: its per-question table, its rows of the tables, the facts of
 its records, its questions for the HTML page); the report joins those small files
 (:mod:`.build`), so a sweep of a thousand runs is reported in minutes, and adding a
 run recomputes that run and the join. Rerunning on the same results gives the same

@@ -1,5 +1,5 @@
 """The report's table of contents (:func:`write_report`): every table, figure and text
-under ``results/report/``, joined from the runs' summaries (:mod:`.run_summary`); the
+under ``results/report/``, joined from the runs' summaries (:mod:`.run_share.run_summary`); the
 files' names, captions and categories are in :data:`helixbench.paths.REPORT_FILES`."""
 
 from __future__ import annotations
@@ -12,29 +12,8 @@ import pandas as pd
 from .. import paths
 from ..config.plan import Plan
 from ..datasets.questions import read_questions
-from .bank_board import BANK_BOARD_TEXT, bank_board_shown, bank_names
-from .bixbench import (
-    beside_table,
-    bixbench_shown,
-    bixbench_table,
-    paired_table,
-    verifier_table,
-)
-from .comparisons import asked_pairs, comparison_table, pair_formula
-from .crate import CONFIG_FILE, CRATE_FILE, write_crate
-from .errors import table4_agreement
-from .frontier import (
-    agreement_table,
-    disagreement_table,
-    frontier_shown,
-    frontier_table,
-    successors_table,
-    tools_table,
-)
-from .geneagent_paper import geneagent_paper_table, paper_layout
-from .genesets import geneset_percentiles, geneset_table
-from .headline import HEADLINE_METHOD, headline_sentence, headline_table
-from .imported import import_table, imported_runs
+from .exports.crate import CONFIG_FILE, CRATE_FILE, write_crate
+from .exports.provenance import built_from, provenance
 from .joined import (
     joined_bank,
     joined_cost,
@@ -44,7 +23,32 @@ from .joined import (
     read_run_scores,
     read_summaries,
 )
-from .judges import (
+from .page.markdown import _markdown
+from .records import score_index
+from .run_share.errors import table4_agreement
+from .run_share.tool_replies import export_code_executions, export_tool_replies
+from .tables.bank_board import BANK_BOARD_TEXT, bank_board_shown, bank_names
+from .tables.bixbench import (
+    beside_table,
+    bixbench_shown,
+    bixbench_table,
+    paired_table,
+    verifier_table,
+)
+from .tables.comparisons import asked_pairs, comparison_table, pair_formula
+from .tables.frontier import (
+    agreement_table,
+    disagreement_table,
+    frontier_shown,
+    frontier_table,
+    successors_table,
+    tools_table,
+)
+from .tables.geneagent_paper import geneagent_paper_table, paper_layout
+from .tables.genesets import geneset_percentiles, geneset_table
+from .tables.headline import HEADLINE_METHOD, headline_sentence, headline_table
+from .tables.imported import import_table, imported_runs
+from .tables.judges import (
     CALIBRATION_TEXT,
     JUDGES_TEXT,
     JURY_TEXT,
@@ -53,18 +57,20 @@ from .judges import (
     judge_table,
     jury_tables,
 )
-from .layouts import ablation_table, genehop_table, table2
-from .leaderboard import all_boards, board_page, encoders_of, geneset_leaderboard, leaderboard
-from .markdown import _markdown
-from .operations import with_shared_prompts
-from .protocols import protocol_table, protocol_tests
-from .provenance import built_from, provenance
-from .question_bank import CITATIONS, bank_layout, overlap_golds, overlap_table
-from .rag_assessment import ragas_table
-from .records import score_index
-from .robustness import rank_table, robustness_table
+from .tables.layouts import ablation_table, genehop_table, table2
+from .tables.leaderboard import (
+    all_boards,
+    board_page,
+    encoders_of,
+    geneset_leaderboard,
+    leaderboard,
+)
+from .tables.operations import with_shared_prompts
+from .tables.protocols import protocol_table, protocol_tests
+from .tables.question_bank import CITATIONS, bank_layout, overlap_golds, overlap_table
+from .tables.rag_assessment import ragas_table
+from .tables.robustness import rank_table, robustness_table
 from .text import fmt
-from .tool_replies import export_code_executions, export_tool_replies
 
 # Up to this many questions in all, the page loads every run's questions as it opens
 # (and renders their transcripts), as a small report's reader expects; past it, a run's
@@ -83,7 +89,14 @@ def write_report(
 ) -> None:
     """The report of ``plan``'s runs (exactly those: ``sources``, the config files it
     was built from, are named on its first screen) into ``out_dir``."""
-    from .details import (
+    from .page.figures import (
+        ablation_figure,
+        leaderboard_figure,
+        percentile_figure,
+        robustness_figure,
+    )
+    from .page.html import html_table, inline_code, inline_svg, write_html
+    from .run_share.details import (
         BUNDLED_PAGE,
         CALLBACK,
         MAX_TEXT_CHARS,
@@ -91,13 +104,6 @@ def write_report(
         inline_run_scripts,
         place_run_files,
     )
-    from .figures import (
-        ablation_figure,
-        leaderboard_figure,
-        percentile_figure,
-        robustness_figure,
-    )
-    from .html import html_table, inline_code, inline_svg, write_html
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The report's join: the runs' summaries (:mod:`.run_summary`) read and put together
+"""The report's join: the runs' summaries (:mod:`.run_share.run_summary`) read and put together
 in the plan's order, as the tables would be if computed from every record at once."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pandas as pd
 from ..benchmarks import bank
 from ..config.plan import Plan
 from ..errors import ConfigError
-from .operations import COST_COLUMNS
-from .paper import published
 from .question_scores import COLUMNS, arrow_schema
 from .records import values_of
-from .run_summary import read_summary, table
-from .scores import POOLED, SCORE_COLUMNS, _recording, _scored_tasks
+from .run_share.run_summary import read_summary, table
+from .tables.operations import COST_COLUMNS
+from .tables.paper import published
+from .tables.scores import POOLED, SCORE_COLUMNS, _recording, _scored_tasks
 
 # The benchmarks of the question bank (GeneTuring 2025, BioRAGent, LAB-Bench).
 BANK = tuple(bank())
@@ -83,7 +83,7 @@ def _write_question_scores(parts: list, config_digest: str, out: Path, csv: bool
     import pyarrow.parquet as pq
 
     from .. import __version__
-    from .provenance import _git_commit
+    from .exports.provenance import _git_commit
 
     produced = {"version": __version__, "commit": _git_commit()}
     plain = arrow_schema()
@@ -198,8 +198,8 @@ def joined_cost(plan: Plan, summaries: dict[str, dict], prices: dict) -> pd.Data
 def joined_bank(plan: Plan, summaries: dict[str, dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """question_bank.csv (per benchmark, its runs in the plan's order) and
     question_bank_leaderboard.csv (per benchmark, best first) of every run."""
-    from .bank_board import BANK_LEADERBOARD_COLUMNS, rank_bank
-    from .question_bank import BANK_COLUMNS
+    from .tables.bank_board import BANK_LEADERBOARD_COLUMNS, rank_bank
+    from .tables.question_bank import BANK_COLUMNS
 
     bank = pd.concat(
         [table(summaries[r.label]["question_bank"]) for r in plan.runs]

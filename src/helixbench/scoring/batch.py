@@ -176,7 +176,7 @@ def score_and_summarize(
     )  # fmt: skip
     if summary_dir is None:
         return
-    from ..report.run_summary import summarize_run
+    from ..report.run_share.run_summary import summarize_run
 
     summarize_run(
         spec, scoring, questions_path, shards, scores, summary_dir, details, judge_calls,

@@ -1,0 +1,206 @@
+"""A run's questions for the HTML report's per-question view, in a file of their own.
+
+The index page (``index.html``) stays light at any number of runs: each run's
+questions, answers, scores and transcripts are in ``runs/<model>/<method>.js``
+(written by the run's summary job beside its summary, placed here by the report),
+which the page loads when the reader picks the
+run (a ``<script>`` element: static files, no server, works from ``file://`` and
+from a shared web folder) and renders as text (``textContent``, never markup).
+Snakemake's own report embeds a page without the folder beside it, so the report
+also writes the page with every run's file inside it (``index-bundled.html``).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+from ... import paths
+from ...config.plan import Plan
+from ...datasets.jsonfiles import compact_json
+from ...scoring import CORRECTNESS_SCORERS
+from ..records import ScoreIndex, primary_metric
+
+# One text of the per-question view (an answer, a prompt increment, a completion, a
+# tool reply, an agent's stderr): past this it shows its start and says how much is
+# left out; the whole text stays in the run's records (results/runs/).
+MAX_TEXT_CHARS = 2_000
+# The JavaScript function a run's file calls with its data (templates/report.html.j2).
+CALLBACK = "helixbenchRun"
+# The page with its runs inside (for Snakemake's report), holding at most this many
+# bytes of them: the runs past it are read from runs/ as index.html reads them.
+BUNDLED_PAGE = "index-bundled.html"
+BUNDLED_MAX_BYTES = 64 * 2**20
+# gzip's level for a run's file: within 5% of level 9's size at a third of its time.
+COMPRESSION = 4
+
+
+# What of a model call the page never shows (templates/report.html.j2): its prompt's
+# digest and size, token counts and finish reason. Left out of the run's file (they
+# stay in its records): a digest is 64 characters gzip cannot shrink, a third of a
+# no-tools run's file.
+UNSHOWN_MODEL_FIELDS = frozenset(
+    {"prompt_sha256", "prompt_chars", "continues_previous", "prompt_tokens"}
+    | {"completion_tokens", "reused_tokens", "finish_reason"}
+)
+
+
+def page_events(events: list) -> list:
+    """A record's events as the page shows them (:data:`UNSHOWN_MODEL_FIELDS` out)."""
+    return [
+        {**event, "data": {k: v for k, v in event["data"].items() if k not in UNSHOWN_MODEL_FIELDS}}
+        if event.get("type") == "model" and isinstance(event.get("data"), dict)
+        else event
+        for event in events
+    ]
+
+
+def shown_text(value):
+    """``value`` as the per-question view shows it: a string past
+    :data:`MAX_TEXT_CHARS` cut, with the count of what is left out; anything else as is
+    (nested lists and mappings cut inside)."""
+    if isinstance(value, (dict, list)) and len(compact_json(value)) <= MAX_TEXT_CHARS:
+        # (no string is longer than the JSON that holds it: nothing inside to cut, and
+        # one C call in place of a Python call a value)
+        return value
+    if isinstance(value, str):
+        if len(value) <= MAX_TEXT_CHARS:
+            return value
+        left = len(value) - MAX_TEXT_CHARS
+        return f"{value[:MAX_TEXT_CHARS]}\n[... {left:,} more characters in results/runs/]"
+    if isinstance(value, dict):
+        return {k: shown_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shown_text(v) for v in value]
+    return value
+
+
+def run_details(
+    run: str,
+    plan: Plan,
+    records: dict,
+    scores: ScoreIndex,
+    questions: dict,
+    labels: dict[tuple[str, str], str],
+) -> dict:
+    """The run's entries of the per-question view and the prompt headers they cite.
+    ``plan``: the run's own (:func:`helixbench.report.run_share.run_summary.spec_plan`)."""
+    items, headers = [], {}
+    for task in plan.tasks:
+        metric = primary_metric(plan, task.task)
+        of_task = scores.get((run, task.task, metric), {})
+        for record in records[task]:
+            question = questions[record["question_id"]]
+            score = of_task.get(question.id)
+            if (run, question.id) in labels:
+                status = "wrong"
+            elif metric not in CORRECTNESS_SCORERS:
+                status = "graded"
+            else:
+                status = "right" if score is not None and score >= 1 else "wrong"
+            gold = question.gold_text
+            if record.get("header") is not None:
+                headers.setdefault(record["header_sha256"], record["header"])
+            items.append(
+                {
+                    "id": question.id,
+                    "task": question.task,
+                    "text": question.text,
+                    "gold": gold,
+                    "answer": shown_text(record["answer"]),
+                    "error": record["error"],
+                    "metric": metric,
+                    "score": score,
+                    "status": status,
+                    "type": labels.get((run, question.id)),
+                    "header": record.get("header_sha256"),
+                    "events": shown_text(page_events(record["events"])),
+                }
+            )
+    return {"run": run, "headers": headers, "questions": items}
+
+
+def details_link(model: str, method: str) -> str:
+    """A run's file as the page loads it: relative to the report directory, each part
+    percent-encoded (a model's name may hold any character a URL reserves)."""
+    from urllib.parse import quote
+
+    return "/".join(quote(part) for part in ("runs", model, f"{method}.js"))
+
+
+def inline_run_scripts(plan, max_bytes: int = BUNDLED_MAX_BYTES) -> list[str]:
+    """Each run's file as the text of a ``<script>`` inside the page, in the plan's
+    order until ``max_bytes``. A run's file is one call with base64 text and the run's
+    label, where a ``<`` only stands inside the label's string: written ``\\u003c``, no
+    name of a run can end the script."""
+    scripts, used = [], 0
+    for run in plan.runs:
+        text = Path(run.details_path).read_text(encoding="utf-8")
+        if used + len(text) > max_bytes:
+            continue
+        used += len(text)
+        scripts.append(text.replace("<", "\\u003c"))
+    return scripts
+
+
+def place_run_files(plan, out_dir: Path, exports: bool) -> None:
+    """The report's ``runs/`` (and ``exports/``) folders hold exactly its runs' files,
+    copied from ``results/summaries`` (exports linked, else copied, from
+    ``results/exports``): a report shows the runs of the config it was built from, and
+    the runs of other configs stay where they are."""
+    runs = _emptied(out_dir, paths.REPORT_RUNS_DIR)
+    exported = _emptied(out_dir, paths.REPORT_EXPORTS_DIR)
+    for run in plan.runs:
+        page = runs / run.model / f"{run.method}.js"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        # A copy, not a link: the page is the report rule's output, and a link would
+        # keep its source's time, older than the rule's newest input.
+        shutil.copyfile(run.details_path, page)
+        if exports:
+            shutil.copytree(
+                paths.RUN_EXPORTS.format(**run.wildcards),
+                exported / run.model / run.method,
+                copy_function=_link,
+                ignore=shutil.ignore_patterns(".snakemake_timestamp"),  # Snakemake's
+            )
+
+
+def _emptied(out_dir: Path, folder: str) -> Path:
+    """The report's copy of ``folder`` (a path under ``results/report``), cleared."""
+    target = Path(out_dir) / Path(folder).relative_to(paths.REPORT_DIR)
+    shutil.rmtree(target, ignore_errors=True)
+    return target
+
+
+def _link(source, target) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or links not allowed
+        shutil.copy2(source, target)
+
+
+def write_details(path: Path, details: dict) -> None:
+    """The run's data as a script that hands it to the page's :data:`CALLBACK`:
+    gzip-compressed JSON in base64 (a fifth of the JSON's size on GeneGPT runs; the
+    page inflates it with the browser's own DecompressionStream, from ``file://``
+    too), and the run's label, so that the page knows which run is on its way."""
+    packed = base64.b64encode(gzip.compress(compact_json(details), COMPRESSION, mtime=0))
+    label = json.dumps(details["run"], ensure_ascii=True)  # (ASCII: no U+2028 inside)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f'{CALLBACK}("{packed.decode("ascii")}",{label});\n', encoding="utf-8")
+    tmp.replace(path)
+
+
+def read_details(path: Path) -> dict:
+    """A run's file, as :func:`write_details` wrote it, read back."""
+    text = Path(path).read_text(encoding="utf-8")
+    found = re.fullmatch(rf'{CALLBACK}\("([A-Za-z0-9+/=]*)",(".*")\);\n', text, re.DOTALL)
+    if not found:
+        raise ValueError(f"{path}: not a run's question file")
+    return json.loads(gzip.decompress(base64.b64decode(found.group(1))))
