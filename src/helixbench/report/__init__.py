@@ -1,11 +1,17 @@
 """The report: every table, figure and text under ``results/report/``.
 
 Each run's share is computed in its own job as the run finishes
-(:mod:`.run_share.run_summary`: its per-question table, its rows of the tables, the facts of
-its records, its questions for the HTML page); the report joins those small files
-(:mod:`.build`), so a sweep of a thousand runs is reported in minutes, and adding a
-run recomputes that run and the join. Rerunning on the same results gives the same
-numbers. Each module holds one concern.
+(:mod:`.run_share.run_summary`: its per-question table, its rows of the tables, the
+facts of its records, its questions for the HTML page); the report joins those small
+files (:mod:`.joined`, in the order :mod:`.build` gives), so a sweep of a thousand runs
+is reported in minutes, and adding a run recomputes that run and the join. Rerunning
+on the same results gives the same numbers.
+
+The modules live in rooms by what they produce, each importing only those below it:
+:mod:`.page` (what a reader reads), :mod:`.exports` (what other tools read),
+:mod:`.run_share` (a run's share), :mod:`.tables` (one module per table), and at the
+ground the per-question scores as read and written (:mod:`.records`,
+:mod:`.question_scores`) and how values are written (:mod:`.text`).
 
 The package loads nothing until a name is asked for: a score job, which writes a
 run's share, imports only what that share needs, not the join's every table.
