@@ -41,10 +41,11 @@ def _shard(path, answers: list[str]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def _score(tmp_path, name: str, answers: list[str], questions) -> list[dict]:
+def _score(tmp_path, name: str, answers: list[str], questions, shared=None) -> list[dict]:
     shard, out = tmp_path / f"{name}.shard.jsonl", tmp_path / f"{name}.scores.jsonl"
     _shard(shard, answers)
-    score_run(_spec(name), questions, [shard], out, SCORING, model_cache=tmp_path / "models.sqlite")
+    cache = tmp_path / "models.sqlite"
+    score_run(_spec(name), questions, [shard], out, SCORING, model_cache=cache, shared=shared)
     return [
         {k: v for k, v in json.loads(line).items() if k != "model"}
         for line in out.read_text().splitlines()
@@ -107,3 +108,24 @@ def test_a_verdict_key_changes_with_gold_text_answer_and_scorers(tmp_path):
     verdicts = {"lb": (0.5, "half"), "none": None, "sum": 0.1 + 0.2}
     store.keep({keys[0]: verdicts})
     assert store.found([keys[0], keys[1]]) == {keys[0]: verdicts}  # (0.30000000000000004)
+
+
+def test_a_batch_asks_the_store_once_an_answer(tmp_path):
+    """A score job's runs share what they found and kept: a second run of the batch
+    giving the same answers needs neither the store nor ROUGE (here the store is gone
+    before it), and scores to the last digit as the first."""
+    questions = tmp_path / "questions.jsonl"
+    write_questions(
+        [Question.at("genehop", TASK, i, f"rs{i}?", g) for i, g in enumerate(GOLDS)], questions
+    )
+    answers = ["a kinase in the cytosol", "binds DNA", "a glucose transporter"]
+    batch: dict = {}
+    first = _score(tmp_path, "first", answers, questions, batch)
+    (tmp_path / "verdicts.sqlite").unlink()
+    _rouge_scores.cache_clear()
+    second = _score(tmp_path, "second", answers, questions, batch)
+    assert second == first and _rouge_scores.cache_info().misses == 0
+    # (a job of its own finds nothing kept now: it computes each answer's again)
+    (tmp_path / "verdicts.sqlite").unlink()
+    assert _score(tmp_path, "alone", answers, questions) == first
+    assert _rouge_scores.cache_info().misses == 3

@@ -478,6 +478,14 @@ def test_the_per_question_view_shows_the_start_of_a_runaway_text():
         "[... 5 more characters in results/runs/]"
     )
     assert shown["data"]["tool_calls"] == ["ok"] and shown_text(None) is None
+    # A text at the cut is whole; past it, one of characters JSON writes in more bytes
+    # is cut as well; a value with nothing to cut comes back as it is.
+    whole = {"a": ["y" * MAX_TEXT_CHARS], "b": "z"}
+    assert shown_text(whole) == whole
+    (cut,) = shown_text([{"data": "é" * (MAX_TEXT_CHARS + 1)}])
+    assert cut["data"].endswith("[... 1 more characters in results/runs/]")
+    small = [{"type": "tool", "data": {"url": "u"}}]
+    assert shown_text(small) is small
 
 
 def test_an_originals_prompts_are_paired_by_digest_not_by_cache_hits():
