@@ -104,6 +104,20 @@ def md_table(frame: pd.DataFrame, empty: str = "none", csv: str | None = None) -
     return shown.to_markdown(index=False, disable_numparse=True) + more
 
 
+def md_section(intro: str, parts: dict[str, str], tables: dict, shown) -> str:
+    """A section of ``report.md``: ``intro``, then each table of ``tables`` named in
+    ``parts`` that has rows, under its text there (``{rows}``: how many), as
+    ``shown(name, table)`` gives it and naming its CSV file."""
+    out = [intro]
+    for name, text in parts.items():
+        table = tables[name]
+        if not table.empty:
+            out.append(
+                text.format(rows=len(table)) + md_table(shown(name, table), csv=f"{name}.csv")
+            )
+    return "\n\n".join(out)
+
+
 def _md_cell(value):
     """A cell's text as Markdown shows it literally (one already escaped by
     :func:`md_escape` unchanged)."""

@@ -63,7 +63,7 @@ class KeptScores:
         if self._store is None:
             return
         memo = {} if memo is None else memo
-        self._known = memo.setdefault("verdicts", {})  # key -> its verdicts, as kept
+        self._found = memo.setdefault("verdicts", {})  # key -> its verdicts, as kept
         made = memo.setdefault("keys", {})  # (namespace, question, answer) -> key
         spaces: dict[str, str | None] = {}  # task -> its kept scorers' namespace
         digests = {} if digests is None else digests  # question id -> question_digest
@@ -85,9 +85,8 @@ class KeptScores:
                 if named:
                     made[named] = key
             self._keys[(question.id, answer)] = key
-        asked = [key for key in dict.fromkeys(self._keys.values()) if key not in self._known]
-        self._known.update(self._store.found(asked))
-        self._found = self._known
+        asked = [key for key in self._keys.values() if key not in self._found]
+        self._found.update(self._store.found(asked))
 
     def score(self, name: str, scorer, question, answer):
         key = self._keys.get((question.id, answer))
@@ -104,7 +103,7 @@ class KeptScores:
             self._store.keep(self._new)
             self._store.close()
             for key, verdicts in self._new.items():  # (as the store keeps them: a key once)
-                self._known.setdefault(key, verdicts)
+                self._found.setdefault(key, verdicts)
 
 
 def score_run(

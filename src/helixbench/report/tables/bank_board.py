@@ -64,13 +64,13 @@ def scorer_of(scores: list[tuple[str, str]], primary: list[tuple[str, str]]) -> 
     each kind with how many questions it scored. ``scores``: the run's (question,
     metric) pairs on the benchmark; ``primary``: those of its primary scores."""
     counts: Counter = Counter()
-    by_metric: dict[str, set] = {}
+    by_metric: dict[str, list] = {}
     for question, metric in primary:
-        by_metric.setdefault(metric, set()).add(question)
+        by_metric.setdefault(metric, []).append(question)
     for metric, questions in by_metric.items():
         parts = COMBINED.get(str(metric))
         if not parts:
-            counts[scorer_kind(str(metric))] += sum(m == metric for _, m in primary)
+            counts[scorer_kind(str(metric))] += len(questions)
             continue
         left = set(questions)
         for part, kind in parts:

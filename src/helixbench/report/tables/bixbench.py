@@ -318,13 +318,8 @@ BIXBENCH_PARTS = {
 
 def bixbench_markdown(tables: dict) -> str | None:
     """report.md's BixBench section (None: no BixBench run in this report)."""
-    from ..text import md_table
+    from ..text import md_section
 
     if tables["bixbench"].empty:
         return None
-    parts = [BIXBENCH_TEXT]
-    for name, text in BIXBENCH_PARTS.items():
-        if not tables[name].empty:
-            shown = md_table(bixbench_shown(name, tables[name]), csv=f"{name}.csv")
-            parts.append(text.format(rows=len(tables[name])) + shown)
-    return "\n\n".join(parts)
+    return md_section(BIXBENCH_TEXT, BIXBENCH_PARTS, tables, bixbench_shown)

@@ -426,14 +426,8 @@ FRONTIER_PARTS = {
 
 def frontier_markdown(frontier: dict) -> str | None:
     """report.md's LABBench2 section (None: no LABBench2 run in this report)."""
-    from ..text import md_table
+    from ..text import md_section
 
     if frontier["labbench2"].empty:
         return None
-    parts = [FRONTIER_TEXT]
-    for name, text in FRONTIER_PARTS.items():
-        table = frontier[name]
-        if not table.empty:
-            shown = md_table(frontier_shown(name, table), csv=f"{name}.csv")
-            parts.append(text.format(rows=len(table)) + shown)
-    return "\n\n".join(parts)
+    return md_section(FRONTIER_TEXT, FRONTIER_PARTS, frontier, frontier_shown)
