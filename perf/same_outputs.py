@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from helixbench.datasets.jsonfiles import read_text  # noqa: E402
 from helixbench.transcripts import read_records, without_timings  # noqa: E402
 
 COMMIT = re.compile(rb"[0-9a-f]{40}(-dirty)?")
@@ -52,8 +53,8 @@ def compare_records(before: Path, after: Path) -> list[str]:
     differ = []
     for sub in ("runs", "scores"):
         names = sorted(
-            {p.relative_to(before) for p in (before / "results" / sub).rglob("*.jsonl")}
-            | {p.relative_to(after) for p in (after / "results" / sub).rglob("*.jsonl")}
+            {p.relative_to(before) for p in (before / "results" / sub).rglob("*.jsonl*")}
+            | {p.relative_to(after) for p in (after / "results" / sub).rglob("*.jsonl*")}
         )
         for name in names:
             a, b = before / name, after / name
@@ -61,7 +62,7 @@ def compare_records(before: Path, after: Path) -> list[str]:
                 differ.append(f"{name}: only in {'after' if b.is_file() else 'before'}")
                 continue
             if sub == "scores":
-                same = a.read_bytes() == b.read_bytes()
+                same = read_text(a) == read_text(b)
             else:
                 same = [without_timings(r) for r in read_records(a)] == [
                     without_timings(r) for r in read_records(b)

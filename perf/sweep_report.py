@@ -55,9 +55,10 @@ sys.path.insert(0, str(ROOT / "src"))
 from helixbench import paths  # noqa: E402
 from helixbench.config import build_plan  # noqa: E402
 from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
+from helixbench.datasets.jsonfiles import stored_bytes  # noqa: E402
 from helixbench.scoring import CORRECTNESS_SCORERS, scorers_for  # noqa: E402
 from helixbench.scoring.batch import DEFAULT_BATCH, batch_jobs  # noqa: E402
-from helixbench.transcripts import finished_bytes, read_records  # noqa: E402
+from helixbench.transcripts import read_records  # noqa: E402
 
 BENCHMARKS = ["geneturing", "genehop", "geneturing2025", "bioragent"]
 SHAPES = {50: (5, 10), 200: (10, 20), 1000: (20, 50)}  # runs -> (models, methods)
@@ -269,13 +270,14 @@ def build_sweep(work: Path, runs: int, variants: int, mirror, shape: str) -> tup
         shard.parent.mkdir(parents=True, exist_ok=True)
         kept = v / f"shard{''.join(shard.suffixes)}"
         if not kept.is_file():
-            kept.write_bytes(finished_bytes(kept, (v / "shard.jsonl").read_text()))
+            kept.write_bytes(stored_bytes(kept, (v / "shard.jsonl").read_bytes()))
         if not shard.exists():
             os.link(kept, shard)
         score = work / run.score_path
         score.parent.mkdir(parents=True, exist_ok=True)
         text = (v / "scores.jsonl").read_text()
-        score.write_text(text.replace("__MODEL__", run.model).replace("__METHOD__", run.method))
+        own = text.replace("__MODEL__", run.model).replace("__METHOD__", run.method)
+        score.write_bytes(stored_bytes(score, own.encode()))
     return config, plan
 
 
@@ -291,7 +293,7 @@ def clone_oracle(work: Path, plan, questions: list[dict]):
         shard.parent.mkdir(parents=True, exist_ok=True)
         if not shard.exists():
             own = text.replace("__MODEL__", run.model).replace("__METHOD__", run.method)
-            shard.write_bytes(finished_bytes(shard, own))
+            shard.write_bytes(stored_bytes(shard, own.encode()))
     return plan
 
 
@@ -524,6 +526,11 @@ def main() -> None:
         help="time the report again on the runs and summaries a previous call left in --work",
     )
     parser.add_argument(
+        "--score-only",
+        action="store_true",
+        help="build and score the runs, no report (a later --report-only times it)",
+    )
+    parser.add_argument(
         "--snakemake",
         action="store_true",
         help="also the report through Snakemake (the whole command, as a sweep ends), "
@@ -560,6 +567,20 @@ def main() -> None:
                     work, config, plan, args.cores, env, args.batch
                 )
         records = records_size(work, plan)
+        if args.score_only:
+            print(
+                json.dumps(
+                    {
+                        "N": n,
+                        "built s": round(built),
+                        "score wall s": round(summaries_wall),
+                        "s/run": round(per_job, 2),
+                        "records MB": round(records / 1e6),
+                    }
+                ),
+                flush=True,
+            )
+            continue
         row = report_row("this", n, config, work, work / paths.REPORT_DIR, env, records)
         row["questions/run"] = len(read_records(work / plan.runs[0].shard_paths()[0]))
         if not args.report_only:

@@ -24,6 +24,7 @@ import pytest
 from helixbench import paths
 from helixbench.benchmarks.labbench2 import COMMIT, PROMPTS, REPO, SUMMARIZE, VALIDATORS
 from helixbench.datasets.fetch import mirror_path
+from helixbench.datasets.jsonfiles import decompressed, read_jsonl
 from helixbench.datasets.questions import Question, read_questions
 from helixbench.datasets.upstream import lookup
 from helixbench.loopback.openai import OpenAIServer, OpenAIServerState
@@ -204,7 +205,7 @@ def test_frontier_equals_summarize_report_and_a_judge_gives_the_published_figure
     assert (gpt.cost_per_correct > 0).all() and (gpt.tokens_per_correct > 0).all()
     # Every disagreement of the deterministic verdicts with the published ones is listed.
     results = tmp_path / "results"
-    lines = [json.loads(x) for p in results.glob("scores/*/*/*.jsonl") for x in p.open()]
+    lines = [line for p in results.glob("scores/*/*/*.jsonl.zst") for line in read_jsonl(p)]
     by: dict[tuple, dict] = {}
     for line in lines:
         by.setdefault((line["model"], line["method"], line["question_id"]), {})
@@ -324,7 +325,7 @@ def test_frontier_equals_summarize_report_and_a_judge_gives_the_published_figure
 
 def _kept(workdir: Path) -> dict[Path, bytes]:
     results = workdir / "results"
-    found = [*results.glob("scores/*/*/*.jsonl"), *results.glob("judge-calls/*/*/*.jsonl")]
+    found = [*results.glob("scores/*/*/*.jsonl.zst"), *results.glob("judge-calls/*/*/*.jsonl")]
     return {p: p.read_bytes() for p in found}
 
 
@@ -335,7 +336,7 @@ def _verdicts(files: dict[Path, bytes]) -> dict:
             line.get("verdict"),
         )
         for path, data in files.items()
-        for line in map(json.loads, data.splitlines())
+        for line in map(json.loads, decompressed(data).splitlines())
     }
 
 

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from helixbench.benchmarks import load_all
+from helixbench.datasets.jsonfiles import read_jsonl
 from helixbench.loopback.openai import OpenAIServer
 from helixbench.transcripts import read_records
 
@@ -98,12 +99,9 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
         bioragent = board[f"oracle / {method}", "bioragent"]
         assert bioragent["original_n"] == "5"  # the five asked-once items' GeneTuring scores
     assert float(board["echo / genegpt-slim", "bioragent"]["macro"]) < 0.5
-    scores = [
-        json.loads(line)
-        for line in next(
-            (tmp_path / "results" / "scores" / "oracle" / "no-tools").glob("*.jsonl")
-        ).open()
-    ]
+    scores = read_jsonl(
+        next((tmp_path / "results" / "scores" / "oracle" / "no-tools").glob("*.jsonl.zst"))
+    )
     shared = [s for s in scores if s["benchmark"] == "bioragent" and s["answered_as"]]
     assert {s["task"] for s in shared} == {
         "gene_alias",

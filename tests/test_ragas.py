@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from helixbench import paths
+from helixbench.datasets.jsonfiles import read_jsonl
 from helixbench.gateway import Sessions
 from helixbench.gateway.model_api import ModelGateway
 from helixbench.loopback.openai import OpenAIServer, OpenAIServerState
@@ -133,17 +134,16 @@ def test_brads_three_configurations_scored_by_ragas_as_ragas_evaluate_scores_the
         assert len(calls) == 1 and all(c["events"] for c in calls)
         assert {e["type"] for c in calls for e in c["events"]} == {"model", "embedding"}
         ours = {}
-        for path in (work / "results" / "scores" / "llm").glob("*/*.jsonl"):
-            for line in path.open():
-                row = json.loads(line)
+        for path in (work / "results" / "scores" / "llm").glob("*/*.jsonl.zst"):
+            for row in read_jsonl(path):
                 if row["metric"].startswith("ragas_"):
                     ours[(row["method"], row["question_id"], row["metric"])] = row["score"]
         # Rescored from nothing: every judge call a cache hit, none reaches the judge.
         (work / run.score_path).unlink()  # (its score batch runs again: this run alone)
         again = snakemake(work, config, "--forcerun", "score_batch", mirror=mirror)
         assert again.returncode == 0 and len(scripted.state.received) == judged
-        rescored = (work / run.score_path).read_text()
-        assert sum(r["method"] == "brad-short" for r in map(json.loads, rescored.splitlines()))
+        rescored = read_jsonl(work / run.score_path)
+        assert sum(r["method"] == "brad-short" for r in rescored)
         # ragas.evaluate asked directly, the scripted judge its model, on the same samples.
         from helixbench.datasets.questions import read_questions
         from helixbench.scoring.rag_assessment import sample_of

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helixbench.datasets.jsonfiles import read_text
 from helixbench.transcripts import read_records, without_timings
 
 from .conftest import REPO_ROOT, run_snakemake
@@ -37,8 +38,8 @@ def results(workdir: Path) -> dict:
     out = {}
     for path in sorted((workdir / "results" / "runs").rglob("*.jsonl.zst")):
         out[str(path.relative_to(workdir))] = [without_timings(r) for r in read_records(path)]
-    for path in sorted((workdir / "results" / "scores").rglob("*.jsonl")):
-        out[str(path.relative_to(workdir))] = path.read_text()
+    for path in sorted((workdir / "results" / "scores").rglob("*.jsonl.zst")):
+        out[str(path.relative_to(workdir))] = read_text(path)
     out["scores.csv"] = (workdir / "results" / "report" / "scores.csv").read_text()
     return out
 

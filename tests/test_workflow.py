@@ -18,6 +18,7 @@ import yaml
 
 from helixbench import paths
 from helixbench.config import ConfigError, build_plan, config_hash
+from helixbench.datasets.jsonfiles import read_jsonl, read_text
 from helixbench.datasets.snapshots import Snapshot
 from helixbench.loopback.ncbi import NCBIServer
 from helixbench.loopback.openai import OpenAIServer
@@ -777,7 +778,7 @@ def test_per_question_scores_load_in_one_call_and_compare_reads_either(mirror, p
     frame = pd.read_parquet(parquet)
     pd.testing.assert_frame_equal(read_question_scores([parquet]), read_question_scores([table]))
     plan = build_plan(paper_config(), mirror)
-    lines = sum(len((paper_run / r.score_path).read_text().splitlines()) for r in plan.runs)
+    lines = sum(len(read_jsonl(paper_run / r.score_path)) for r in plan.runs)
     assert len(frame) == lines
     primary = frame[frame.primary]
     assert primary.groupby(["run", "task"]).metric.nunique().max() == 1
@@ -838,7 +839,7 @@ def test_report_score_and_run_jobs_work_in_their_conda_environments(mirror, pape
     args += ["--summary", str(summary), "--details", str(summary.parent / "details.js")]
     done = helixbench_in_env("score", [*args, *run.shard_paths()], cwd=paper_run)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (tmp_path / "scores.jsonl").read_text() == (paper_run / run.score_path).read_text()
+    assert (tmp_path / "scores.jsonl").read_text() == read_text(paper_run / run.score_path)
     for name in ("summary.json", "prompts.json", "scores.parquet", "details.js"):
         theirs = (paper_run / run.summary_path).parent / name
         assert (summary.parent / name).read_bytes() == theirs.read_bytes(), name

@@ -47,7 +47,7 @@ TOOL_CACHE_SEED = "resources/cache/seeds/{recording}/{files}.json"
 
 RUNS_DIR = "results/runs"
 RUN_SHARD = RUNS_DIR + "/{model}/{method}/{variant}/shard-{shard}-of-{shards}.jsonl.zst"
-RUN_SCORES = "results/scores/{model}/{method}/{variant}.jsonl"
+RUN_SCORES = "results/scores/{model}/{method}/{variant}.jsonl.zst"
 # The calls of the run's model-based scorers that judge with a model (RAGAs' judge),
 # by question: JSON lines {question_id, events}.
 RUN_JUDGE_CALLS = "results/judge-calls/{model}/{method}/{variant}.jsonl"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from . import secrets
-from .datasets.jsonfiles import read_jsonl
+from .datasets.jsonfiles import COMPRESSED, read_jsonl, stored_bytes
 
 log = logging.getLogger("helixbench.transcripts")
 
@@ -177,12 +177,6 @@ def first_of_each_question(records: list[dict]) -> list[dict]:
     return first
 
 
-# A finished shard's file: its records compressed (zstd, at this level: a tenth of the
-# JSON lines' size, written in a few hundredths of a second a thousand questions).
-COMPRESSED = ".zst"
-ZSTD_LEVEL = 10
-
-
 def partial_path(output: Path) -> Path:
     """Where a shard's records are appended while it runs: JSON lines, never compressed
     (``shard-0-of-1.jsonl.partial`` for ``shard-0-of-1.jsonl.zst``)."""
@@ -194,17 +188,6 @@ def shard_output(path: Path) -> Path:
     """The declared output of the shard whose file (finished, partial, or an earlier
     version's uncompressed output) is ``path``: :func:`partial_path`'s inverse."""
     return path.with_name(path.name.split(".jsonl")[0] + ".jsonl" + COMPRESSED)
-
-
-def finished_bytes(output: Path, text: str) -> bytes:
-    """A finished shard's JSON lines as its file ``output`` holds them: compressed
-    where it is named ``.zst``."""
-    data = text.encode("utf-8")
-    if not Path(output).name.endswith(COMPRESSED):
-        return data
-    import zstandard
-
-    return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)
 
 
 class ShardWriter:
@@ -281,7 +264,7 @@ class ShardWriter:
             moved.append(record)
         records = moved
         text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-        data = finished_bytes(self.output, text)
+        data = stored_bytes(self.output, text.encode("utf-8"))
         tmp = self.output.with_name(self.output.name + ".tmp")
         with open(tmp, "wb") as fh:
             fh.write(data)

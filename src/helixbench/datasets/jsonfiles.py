@@ -2,8 +2,9 @@
 
 Upstream files (local copies under ``resources/upstream/``) are checked against
 their pinned sha256 as they are read (:func:`helixbench.datasets.upstream.verified_bytes`).
-A file compressed with zstd or gzip (a finished shard's records: ``.jsonl.zst``) is
-read as its text, by its first bytes, whatever its name.
+A file compressed with zstd or gzip (a finished shard's records, a run's score lines:
+``.jsonl.zst``) is read as its text, by its first bytes, whatever its name; a file named
+``.zst`` is written compressed (:func:`stored_bytes`).
 
 JSON lines are parsed and written with orjson (a sweep's score job reads and writes
 millions: a fifth of the standard library's time). A line orjson declines to read (a
@@ -24,6 +25,21 @@ from ..errors import DataError
 from .upstream import verified_bytes
 
 ZSTD_MAGIC, GZIP_MAGIC = b"\x28\xb5\x2f\xfd", b"\x1f\x8b"
+# Files named so are written compressed with zstd. A shard's records at level 10: a
+# tenth of their JSON lines' size, in a few hundredths of a second a thousand questions.
+# Lines of one shape (a run's score lines: their keys repeated) at level 3: a seventy-
+# fifth of their size (smaller than at 10), 2 ms for ten thousand lines, not 30.
+COMPRESSED = ".zst"
+ZSTD_LEVEL, ZSTD_FAST = 10, 3
+
+
+def stored_bytes(path: str | Path, data: bytes, level: int = ZSTD_LEVEL) -> bytes:
+    """``data`` as the file ``path`` holds it: compressed where it is named ``.zst``."""
+    if not Path(path).name.endswith(COMPRESSED):
+        return data
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=level).compress(data)
 
 
 def decompressed(data: bytes, path: str | Path = "") -> bytes:
@@ -109,10 +125,11 @@ def compact_json(value) -> bytes:
 
 
 def write_jsonl(path: str | Path, values) -> None:
-    """``values`` one a line to ``path``, whole or not at all (a temporary file moved
-    in place)."""
+    """``values`` one a line to ``path`` (compressed where it is named ``.zst``: lines
+    of one shape, fast), whole or not at all (a temporary file moved in place)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(b"".join(compact_json(v) + b"\n" for v in values))
+    lines = b"".join(compact_json(v) + b"\n" for v in values)
+    tmp.write_bytes(stored_bytes(path, lines, ZSTD_FAST))
     tmp.replace(path)
