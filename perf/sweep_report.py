@@ -28,6 +28,8 @@ in headless Chromium (the page's own clock at ready, and the whole `chromium
 and one `snakemake` from the last answer to the report (every score job, each run
 scored afresh, and the report: the figure the sweep-scale issue is accepted on; its
 peak is the largest single job's).
+With --score-only, the runs are built and scored and the report left for a later
+--report-only call (a 10,000-run sweep's score jobs take most of an hour on 2 cores).
 With --base DIR (a checkout of an earlier helixbench, e.g. `git worktree add /tmp/base
 <rev>`), its report command (and workflow) runs on the same files beside, for N up to
 --base-max.

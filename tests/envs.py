@@ -23,7 +23,11 @@ from .conftest import REPO_ROOT
 
 ENVS_DIR = REPO_ROOT / "workflow" / "envs"
 # conda-forge names of the packages PyPI names otherwise.
-CONDA_NAMES = {"matplotlib-base": "matplotlib", "snakemake-minimal": "snakemake"}
+CONDA_NAMES = {
+    "matplotlib-base": "matplotlib",
+    "snakemake-minimal": "snakemake",
+    "python-duckdb": "duckdb",
+}
 # What any conda Python has besides the environment's own packages.
 BASE = {"python", "pip", "setuptools", "wheel"}
 

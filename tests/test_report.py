@@ -291,8 +291,7 @@ def test_gene_sets_have_their_own_leaderboard():
     assert (first["rank"], other["rank"]) == (1, 1)
     assert first.compared_on == "GO, NeST (100 sets)" and other.compared_on.startswith("MSigDB")
     assert first.scored_by == "all-MiniLM-L6-v2 (stand-in)" and pd.isna(other.scored_by)
-    assert leaderboard(plan, summary, pd.DataFrame(columns=["run", "benchmark", "question_id",
-                       "metric", "score"])).empty  # fmt: skip
+    assert leaderboard(plan, summary, {}).empty
 
 
 def test_one_models_protocols_side_by_side_with_macro_weighted_paired_tests():

@@ -11,7 +11,8 @@ The modules live in rooms by what they produce, each importing only those below 
 :mod:`.page` (what a reader reads), :mod:`.exports` (what other tools read),
 :mod:`.run_share` (a run's share), :mod:`.tables` (one module per table), and at the
 ground the per-question scores as read and written (:mod:`.records`,
-:mod:`.question_scores`) and how values are written (:mod:`.text`).
+:mod:`.question_scores`; :mod:`.store`, the runs' tables read a run at a time and
+never held whole) and how values are written (:mod:`.text`).
 
 The package loads nothing until a name is asked for: a score job, which writes a
 run's share, imports only what that share needs, not the join's every table.

@@ -12,6 +12,7 @@ import pandas as pd
 from .. import paths
 from ..config.plan import Plan
 from ..datasets.questions import read_questions
+from ..scoring.rag_assessment import SCORES as RAGAS_SCORES
 from .exports.crate import CONFIG_FILE, CRATE_FILE, write_crate
 from .exports.provenance import built_from, provenance
 from .joined import (
@@ -20,14 +21,14 @@ from .joined import (
     joined_rows,
     joined_scores,
     prompts_reader,
-    read_run_scores,
     read_summaries,
 )
 from .page.markdown import _markdown
-from .records import score_index
 from .run_share.errors import table4_agreement
 from .run_share.tool_replies import export_code_executions, export_tool_replies
+from .store import store_scores
 from .tables.bank_board import BANK_BOARD_TEXT, bank_board_shown, bank_names
+from .tables.bixbench import BENCHMARKS as BIXBENCH
 from .tables.bixbench import (
     beside_table,
     bixbench_shown,
@@ -36,7 +37,9 @@ from .tables.bixbench import (
     verifier_table,
 )
 from .tables.comparisons import asked_pairs, comparison_table, pair_formula
+from .tables.frontier import BENCHMARK as LABBENCH2
 from .tables.frontier import (
+    SUCCESSORS,
     agreement_table,
     disagreement_table,
     frontier_shown,
@@ -49,6 +52,7 @@ from .tables.genesets import geneset_percentiles, geneset_table
 from .tables.headline import HEADLINE_METHOD, headline_sentence, headline_table
 from .tables.imported import import_table, imported_runs
 from .tables.judges import (
+    CALIBRATED,
     CALIBRATION_TEXT,
     JUDGES_TEXT,
     JURY_TEXT,
@@ -59,6 +63,7 @@ from .tables.judges import (
 )
 from .tables.layouts import ablation_table, genehop_table, table2
 from .tables.leaderboard import (
+    GENESETS,
     all_boards,
     board_page,
     encoders_of,
@@ -117,17 +122,18 @@ def write_report(
     facts = {task: facts[(task.benchmark, task.task, task.label)] for task in plan.tasks}
     report_options = config.get("report", {})
     place_run_files(plan, out_dir, bool(report_options.get("exports")))
-    scores, question_scores = read_run_scores(
+    store = store_scores(
         plan, config_digest, out_dir, csv=report_options.get("question_scores_csv", False)
     )
+    rows_of = {name: store.rows(selected) for name, selected in ROWS_OF.items()}
     summary = joined_scores(plan, summaries)
-    index = score_index(scores[scores.primary | scores.metric.isin(["extracted", "embedding"])])
+    index = store.index
     bank, bank_board = joined_bank(plan, summaries)
     overlap = overlap_table(questions)
     golds = overlap_golds(questions)
     taxonomy = joined_rows(plan, summaries, "taxonomy")
-    board = leaderboard(plan, summary, scores)
-    geneset_board = geneset_leaderboard(plan, summary, scores)
+    board = leaderboard(plan, summary, store.reformatted())
+    geneset_board = geneset_leaderboard(plan, summary, rows_of["genesets"])
     protocols = protocol_table(plan, summary, facts, bank_board)
     pairs = asked_pairs(plan, summary)
     csv_tables = {  # each written as <name>.csv
@@ -153,22 +159,24 @@ def write_report(
             joined_rows(plan, summaries, "agents"), summaries, prompts_reader(plan)
         ),
         "genesets": geneset_table(plan, summary, facts),
-        "geneagent_paper": geneagent_paper_table(plan, scores, summary),
-        "ragas": ragas_table(plan, summary, scores),
+        "geneagent_paper": geneagent_paper_table(plan, rows_of["genesets"], summary),
+        "ragas": ragas_table(plan, summary, rows_of["ragas"]),
         "robustness": robustness_table(plan, summary),
-        "hu_ranks": rank_table(plan, scores, questions),
-        "labbench2": frontier_table(plan, scores, summaries, config.get("prices", {})),
-        "labbench2_tools": tools_table(plan, scores),
-        "labbench2_agreement": agreement_table(scores, questions, summaries),
+        "hu_ranks": rank_table(plan, rows_of["percentile"], questions),
+        "labbench2": frontier_table(
+            plan, rows_of["labbench2"], summaries, config.get("prices", {})
+        ),
+        "labbench2_tools": tools_table(plan, rows_of["labbench2"]),
+        "labbench2_agreement": agreement_table(rows_of["labbench2"], questions, summaries),
         "labbench2_disagreements": disagreement_table(summaries, questions),
-        "labbench2_successors": successors_table(plan, scores),
-        "bixbench": bixbench_table(plan, scores, summaries),
-        "bixbench_paired": paired_table(plan, scores),
+        "labbench2_successors": successors_table(plan, rows_of["labbench2"]),
+        "bixbench": bixbench_table(plan, rows_of["bixbench"], summaries),
+        "bixbench_paired": paired_table(plan, rows_of["bixbench"]),
         "bixbench_verifier": verifier_table(summaries),
-        "bixbench_beside": beside_table(plan, scores),
+        "bixbench_beside": beside_table(plan, rows_of["beside"]),
         "judges": judge_table(plan, summaries),
-        "judge_calibration": (calibration := calibration_table(scores)),
-        "judge_corrected": corrected_table(plan, scores, calibration),
+        "judge_calibration": (calibration := calibration_table(rows_of["judged"])),
+        "judge_corrected": corrected_table(plan, rows_of["judged"], calibration),
     }
     csv_tables["judge_agreement"], csv_tables["judge_disagreements"] = jury_tables(plan, summaries)
     for name, table in csv_tables.items():
@@ -198,7 +206,7 @@ def write_report(
         "golds": golds[golds.benchmark.isin(covered)],
     }
     table4 = table4_agreement(plan, taxonomy)
-    percentile_figure(geneset_percentiles(plan, scores), out_dir)
+    percentile_figure(geneset_percentiles(plan, rows_of["genesets"]), out_dir)
     robustness_figure(csv_tables["robustness"], out_dir)
     imported = imported_runs(plan, board)
     leaderboard_figure(board, out_dir)
@@ -379,13 +387,25 @@ def write_report(
         for p in (out_dir / Path(folder).relative_to(paths.REPORT_DIR)).rglob("*")
         if p.is_file()
     )
-    question_scores.result()  # (the crate gives its checksum)
+    store.written.result()  # (the crate gives its checksum)
     write_crate(out_dir, described + placed, plan, facts, prov)
     missing = [name for name in paths.REPORT_FILES if not (out_dir / name).is_file()]
     if missing:  # the report rule declares every file of paths.REPORT as its output
         raise RuntimeError(f"the report did not write {', '.join(missing)}")
 
 
+# The per-question rows each group of tables reads from the store, by (benchmark,
+# metric): a table reads only the runs that have them (a sweep of the question bank:
+# none of these).
+ROWS_OF = {
+    "genesets": lambda benchmark, metric: benchmark == GENESETS,
+    "ragas": lambda benchmark, metric: metric in RAGAS_SCORES.values(),
+    "percentile": lambda benchmark, metric: metric == "percentile",
+    "labbench2": lambda benchmark, metric: benchmark in (LABBENCH2, *SUCCESSORS),
+    "bixbench": lambda benchmark, metric: benchmark in BIXBENCH,
+    "beside": lambda benchmark, metric: benchmark.startswith("labbench") or benchmark in BIXBENCH,
+    "judged": lambda benchmark, metric: metric in {*CALIBRATED, *CALIBRATED.values()},
+}
 FIGURE_NAMES = ("leaderboard", "ablation", "percentile", "robustness")
 FRONTIER_TABLES = (
     "labbench2",

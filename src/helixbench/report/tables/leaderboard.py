@@ -41,20 +41,14 @@ LEADERBOARD_COLUMNS = [
 ]
 
 
-def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+def leaderboard(
+    plan: Plan, summary: pd.DataFrame, reformatted: dict[tuple[str, str], tuple[int, int]]
+) -> pd.DataFrame:
     """One row per run and benchmark, best first: the macro score on extracted answers
     with its interval, upstream's strict scorer (``genegpt``) and ours (``strict``)
     beside it, and how many answers were right only once extracted (right but badly
-    formatted). Imported runs are marked and name their source."""
-    pairs = scores[scores.metric.isin(["genegpt", "extracted"])].pivot_table(
-        index=["run", "benchmark", "question_id"], columns="metric", values="score"
-    )
-    if {"genegpt", "extracted"} <= set(pairs.columns):
-        reformatted = (pairs.extracted >= 1) & (pairs.genegpt < 1)
-        badly = reformatted.groupby(level=["run", "benchmark"]).sum()
-        answers = pairs.genegpt.groupby(level=["run", "benchmark"]).size()
-    else:
-        badly = answers = pd.Series(dtype=int)
+    formatted; ``reformatted``: the store's counts of those and of the answers).
+    Imported runs are marked and name their source."""
     rows = []
     first = first_macros(summary)
     for run in plan.runs:
@@ -68,8 +62,8 @@ def leaderboard(plan: Plan, summary: pd.DataFrame, scores: pd.DataFrame) -> pd.D
                 "model": run.model,
                 "imported": run.imported,
                 "source": source["name"] if source else None,
-                "badly_formatted": int(badly.get((run.label, benchmark), 0)),
-                "answers": int(answers.get((run.label, benchmark), 0)),
+                "badly_formatted": reformatted.get((run.label, benchmark), (0, 0))[0],
+                "answers": reformatted.get((run.label, benchmark), (0, 0))[1],
             }
             for metric in ("extracted", "genegpt", "strict"):
                 hit = first.get((run.model, run.method, benchmark, metric))
