@@ -68,7 +68,24 @@ def primary_metric(plan: Plan, task: str) -> str:
     return scorers_for(task, plan.scoring)[0]
 
 
-class ScoreIndex:
+class ScoreLookups:
+    """(run, task, metric) -> {question id: score}, by ``get``: what the paired tests
+    ask of an index, held (:class:`ScoreIndex`) or stored (``report.store``)."""
+
+    def get(self, key: tuple[str, str, str], default=None) -> dict[str, float] | None:
+        raise NotImplementedError
+
+    def __getitem__(self, key: tuple[str, str, str]) -> dict[str, float]:
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __contains__(self, key) -> bool:
+        return self.get(key) is not None
+
+
+class ScoreIndex(ScoreLookups):
     """(run, task, metric) -> {question id: score}: the paired tests, the error types
     and the per-question view look scores up this way. Built from the table's groups
     at once; a group's mapping is made when first asked for (a sweep's table has
@@ -94,12 +111,6 @@ class ScoreIndex:
             self._made[key] = dict(zip(ids, self._values[rows].tolist(), strict=True))
         return self._made[key]
 
-    def __getitem__(self, key: tuple[str, str, str]) -> dict[str, float]:
-        found = self.get(key)
-        if found is None:
-            raise KeyError(key)
-        return found
-
     def __contains__(self, key) -> bool:
         return key in self._rows
 
@@ -120,7 +131,7 @@ def score_index(scores: pd.DataFrame) -> ScoreIndex:
 
 
 def paired_by_task(
-    index: ScoreIndex, run_a: str, run_b: str, tasks, metric
+    index: ScoreLookups, run_a: str, run_b: str, tasks, metric
 ) -> dict[str, tuple[dict[str, float], dict[str, float], list[str]]]:
     """task -> (run a's scores, run b's scores, the questions both answered), for the
     ``tasks`` where they share a question on ``metric`` (a name, or a function of the

@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..config.plan import Plan
 from .question_scores import arrow_schema
+from .records import ScoreLookups
 
 # Columns of few distinct values: read as Parquet's own dictionaries (their codes, not
 # a string a row) and held as categories.
@@ -232,7 +233,7 @@ class _QuestionScoresWriter:
         return self._out
 
 
-class StoredScoreIndex:
+class StoredScoreIndex(ScoreLookups):
     """:class:`~.records.ScoreIndex`'s lookups over every run's paired-test rows, kept
     as a question's code and its score (arrays, filled a run at a time); a key's
     mapping is made when asked for, as ScoreIndex's, and the last :data:`MADE_KEPT`
@@ -321,12 +322,6 @@ class StoredScoreIndex:
         self._made[(key, benchmark)] = made
         return made
 
-    def __getitem__(self, key: tuple[str, str, str]) -> dict[str, float]:
-        found = self.get(key)
-        if found is None:
-            raise KeyError(key)
-        return found
-
     def __contains__(self, key) -> bool:
         return key in self._benchmarks
 
@@ -334,7 +329,7 @@ class StoredScoreIndex:
         return _OfBenchmark(self, benchmark)
 
 
-class _OfBenchmark:
+class _OfBenchmark(ScoreLookups):
     """The lookups of one benchmark's rows (a task name can be two benchmarks')."""
 
     def __init__(self, index: StoredScoreIndex, benchmark: str):
@@ -342,12 +337,3 @@ class _OfBenchmark:
 
     def get(self, key, default=None):
         return self._index.get(key, default, self._benchmark)
-
-    def __getitem__(self, key):
-        found = self.get(key)
-        if found is None:
-            raise KeyError(key)
-        return found
-
-    def __contains__(self, key) -> bool:
-        return self.get(key) is not None

@@ -16,7 +16,7 @@ import pandas as pd
 from ...config.plan import Plan
 from ...scoring import DESCRIPTIVE_SCORERS
 from ...stats import holm, paired_interval, paired_test
-from ..records import ScoreIndex, primary_metric, values_of
+from ..records import ScoreLookups, primary_metric, values_of
 from .scores import POOLED, ROUND
 
 BASELINE_KINDS = frozenset({"no-tools", "closed-book"})
@@ -114,7 +114,7 @@ def _strength(plan: Plan, summary: pd.DataFrame) -> dict[tuple[str, str], float]
     return {key: float(v) for key, v in means.mean().items()}
 
 
-def comparison_table(plan: Plan, scores: ScoreIndex, summary: pd.DataFrame) -> pd.DataFrame:
+def comparison_table(plan: Plan, scores: ScoreLookups, summary: pd.DataFrame) -> pd.DataFrame:
     """Paired tests (sign-flip permutation over the shared questions) of the asked
     pairs (:func:`asked_pairs`), per task on its primary metric, Holm over all."""
     tasks = {r.label: {(t.benchmark, t.task) for t in r.tasks} for r in plan.runs}
@@ -135,7 +135,7 @@ def comparison_table(plan: Plan, scores: ScoreIndex, summary: pd.DataFrame) -> p
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
-def compare_runs(plan: Plan, scores: ScoreIndex, a: str, b: str, benchmark: str, task: str):
+def compare_runs(plan: Plan, scores: ScoreLookups, a: str, b: str, benchmark: str, task: str):
     """The paired test of two runs on a task's primary metric; none where that metric
     describes behaviour rather than scores it (Hu et al.'s contaminated sets)."""
     metric = primary_metric(plan, task)
@@ -144,7 +144,7 @@ def compare_runs(plan: Plan, scores: ScoreIndex, a: str, b: str, benchmark: str,
     return _compare(scores, a, b, benchmark, task, metric)
 
 
-def _compare(scores: ScoreIndex, a: str, b: str, benchmark: str, task: str, metric: str):
+def _compare(scores: ScoreLookups, a: str, b: str, benchmark: str, task: str, metric: str):
     score_a = scores.get((a, task, metric), {})
     score_b = scores.get((b, task, metric), {})
     shared = set(score_a) & set(score_b)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ...config.plan import Plan
 from ...stats import MIN_QUESTIONS
-from ..records import ScoreIndex, macro_comparison, paired_by_task
+from ..records import ScoreLookups, macro_comparison, paired_by_task
 from .comparisons import is_baseline
 from .leaderboard import GENESETS, encoders_of
 from .protocols import board_metric
@@ -100,7 +100,7 @@ def _pairs(
 
 def headline_table(
     plan: Plan,
-    index: ScoreIndex,
+    index: ScoreLookups,
     board: pd.DataFrame,
     geneset_board: pd.DataFrame,
     bank_board: pd.DataFrame | None = None,

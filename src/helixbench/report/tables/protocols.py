@@ -25,7 +25,7 @@ from ...benchmarks import bank
 from ...config.plan import Plan, RunTask
 from ...methods.originals import ORIGINALS
 from ...stats import holm
-from ..records import ScoreIndex, macro_paired_test, paired_by_task, primary_metric
+from ..records import ScoreLookups, macro_paired_test, paired_by_task, primary_metric
 from .leaderboard import GENESETS, macro_rows
 from .scores import ROUND
 
@@ -156,7 +156,7 @@ def protocol_table(
     return pd.DataFrame(rows, columns=PROTOCOL_COLUMNS)
 
 
-def protocol_tests(plan: Plan, scores: ScoreIndex, protocols: pd.DataFrame) -> pd.DataFrame:
+def protocol_tests(plan: Plan, scores: ScoreLookups, protocols: pd.DataFrame) -> pd.DataFrame:
     """One model's protocols on a benchmark, each by its best run there (``protocols``:
     :func:`protocol_table`; ties: the run first in the config), tested pairwise on the
     difference of macro scores over the questions both answered; Holm over all."""
