@@ -49,6 +49,7 @@ def read_summaries(plan: Plan) -> Summaries:
             chunks[name].append(pd.concat(frames, ignore_index=True))
             frames.clear()
 
+    shared: dict[str, str] = {}
     for run in plan.runs:
         path = Path(run.summary_path)
         if not path.is_file():
@@ -57,7 +58,10 @@ def read_summaries(plan: Plan) -> Summaries:
             )
         summary = read_summary(path)
         for name in JOINED:
-            pending[name].append(table(summary.pop(name)))
+            pending[name].append(table(summary.pop(name)))  # (its texts in Arrow's buffers)
+        summary["tasks"] = [
+            {k: _shared(v, shared) for k, v in fact.items()} for fact in summary["tasks"]
+        ]
         out[run.label] = summary
         if len(pending[JOINED[0]]) >= JOIN_EVERY:
             join()
@@ -68,6 +72,13 @@ def read_summaries(plan: Plan) -> Summaries:
         for name, parts in chunks.items()
     }
     return out
+
+
+def _shared(value, shared: dict[str, str]):
+    """``value``, a text as the one object of its value that ``shared`` holds (a
+    sweep's task facts repeat a few names: 10,000 runs hold 430,000 facts, where orjson
+    makes a string of each value it reads)."""
+    return shared.setdefault(value, value) if type(value) is str else value
 
 
 def prompts_reader(plan: Plan):

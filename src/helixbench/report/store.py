@@ -141,6 +141,7 @@ def store_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) -> Qu
     the same tables on a thread of its own, a row group at a time, while the report
     goes on (pyarrow's reader and writer leave Python's lock: a second core's work):
     the store's ``written.result()`` waits for it and raises what writing raised."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     index = StoredScoreIndex()
@@ -165,7 +166,9 @@ def store_scores(plan: Plan, config_digest: str, out_dir: Path, csv: bool) -> Qu
         writer.close().cancel()
         raise
     index.done()
-    return QuestionStore(plan, writer.close(), kinds, index)
+    written = writer.close()
+    pa.default_memory_pool().release_unused()  # (the runs' tables, read and let go)
+    return QuestionStore(plan, written, kinds, index)
 
 
 # Runs' tables read ahead of the one the store takes (on two threads).
@@ -251,6 +254,7 @@ class StoredScoreIndex(ScoreLookups):
         self._benchmarks: dict[tuple[str, str, str], list[str]] = {}  # (run, task, metric) ->
         self._made: dict[tuple, dict[str, float]] = {}
         self._last_dictionary = None
+        self._shared: dict[str, str] = {}
 
     def add(self, table) -> set[tuple[str, str]]:
         """A run's table: its paired-test rows kept; returns its (benchmark, metric)
@@ -260,8 +264,10 @@ class StoredScoreIndex(ScoreLookups):
             for name in ("run", "benchmark", "task", "metric", "question_id")
         }
         codes = {name: c.indices.to_numpy(zero_copy_only=False) for name, c in columns.items()}
-        values = {
-            name: c.dictionary.to_pylist() for name, c in columns.items() if name != "question_id"
+        values = {  # (each name one object across runs, as the keys below hold them)
+            name: [self._shared.setdefault(v, v) for v in c.dictionary.to_pylist()]
+            for name, c in columns.items()
+            if name != "question_id"
         }
         width = len(values["metric"])
         pairs = codes["benchmark"].astype(np.int64) * width + codes["metric"]
