@@ -246,8 +246,7 @@ class StoredScoreIndex(ScoreLookups):
 
     def __init__(self):
         self._ids: dict[str, int] = {}  # question id -> its code
-        self._codes: list[np.ndarray] = []
-        self._scores: list[np.ndarray] = []
+        self._chunks: list[tuple[np.ndarray, np.ndarray]] = []  # (codes, scores) a run
         self._size = 0
         # (run, benchmark, task, metric) -> (start, stop) in the arrays
         self._slices: dict[tuple[str, str, str, str], tuple[int, int]] = {}
@@ -294,8 +293,8 @@ class StoredScoreIndex(ScoreLookups):
                 dtype=np.int32,
             )
             self._last_dictionary = questions  # (a sweep's runs: most share theirs)
-        self._codes.append(self._question_codes[codes["question_id"][keep]])
-        self._scores.append(_one_chunk(table["score"]).to_numpy(zero_copy_only=False)[keep])
+        scores = _one_chunk(table["score"]).to_numpy(zero_copy_only=False)[keep]
+        self._chunks.append((self._question_codes[codes["question_id"][keep]], scores))
         for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
             row = keep[start]
             key = tuple(values[n][codes[n][row]] for n in ("run", "benchmark", "task", "metric"))
@@ -306,8 +305,9 @@ class StoredScoreIndex(ScoreLookups):
 
     def done(self) -> None:
         """Every run added: the arrays joined, the question codes' ids kept."""
-        self._codes = [np.concatenate(self._codes)] if self._codes else []
-        self._scores = [np.concatenate(self._scores)] if self._scores else []
+        self._codes = np.concatenate([c for c, _ in self._chunks] or [np.empty(0, np.int32)])
+        self._scores = np.concatenate([s for _, s in self._chunks] or [np.empty(0)])
+        self._chunks = []
         self._names = np.array(list(self._ids), dtype=object)
 
     def get(self, key: tuple[str, str, str], default=None, benchmark: str | None = None):
@@ -321,8 +321,8 @@ class StoredScoreIndex(ScoreLookups):
         made = {}
         for of in [benchmark] if benchmark is not None else benchmarks:
             start, stop = self._slices[(run, of, task, metric)]
-            ids = self._names[self._codes[0][start:stop]].tolist()
-            made.update(zip(ids, self._scores[0][start:stop].tolist(), strict=True))
+            ids = self._names[self._codes[start:stop]].tolist()
+            made.update(zip(ids, self._scores[start:stop].tolist(), strict=True))
         if len(self._made) >= self.MADE_KEPT:
             del self._made[next(iter(self._made))]  # (the first made: runs come and go)
         self._made[(key, benchmark)] = made

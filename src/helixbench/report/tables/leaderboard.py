@@ -56,14 +56,15 @@ def leaderboard(
             if benchmark in OWN_LEADERBOARD:
                 continue
             source = plan.sources.get(run.model)
+            badly, answers = reformatted.get((run.label, benchmark), (0, 0))
             row = {
                 "run": run.label,
                 "benchmark": benchmark,
                 "model": run.model,
                 "imported": run.imported,
                 "source": source["name"] if source else None,
-                "badly_formatted": reformatted.get((run.label, benchmark), (0, 0))[0],
-                "answers": reformatted.get((run.label, benchmark), (0, 0))[1],
+                "badly_formatted": badly,
+                "answers": answers,
             }
             for metric in ("extracted", "genegpt", "strict"):
                 hit = first.get((run.model, run.method, benchmark, metric))
