@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -534,6 +536,72 @@ def test_no_text_of_a_run_can_end_the_bundled_pages_script(tmp_path):
     inlined.write_text(script.replace("\\u003c", "<"))  # (as the page's script reads it)
     assert read_details(inlined) == data
     assert len(inline_run_scripts(plan)) == 2
+
+
+def test_a_runs_question_file_holds_its_own_fields_and_the_page_puts_back_the_rest(tmp_path):
+    """A run's file keeps what is the run's own, a column a field: the questions'
+    texts and golds are the page's (once for all runs), a model call's text that is the
+    question or the answer is a flag; unpacked with the page's facts, it is the rows
+    the summary job made, texts that only look alike included."""
+    from types import SimpleNamespace
+
+    from helixbench.report.run_share.details import (
+        packed,
+        question_facts,
+        read_details,
+        unpacked,
+        write_details,
+    )
+
+    def question(qid, task, text, gold):
+        return SimpleNamespace(id=qid, benchmark="b", task=task, text=text, gold_text=gold)
+
+    questions = {
+        q.id: q
+        for q in [
+            question("b.t.000", "t", "What is the official gene symbol of LMP10?", "PSMB10"),
+            question("b.t.001", "t", "Which chromosome is TP53 on?", "17"),
+            question("b.u.000", "u", "Not asked in this plan", "x"),
+        ]
+    }
+    plan = SimpleNamespace(tasks=[SimpleNamespace(benchmark="b", task="t")])
+    facts = question_facts(plan, questions)
+    assert facts["id"] == ["b.t.000", "b.t.001"] and facts["gold"] == ["PSMB10", "17"]
+
+    def model(index, prompt, completion):
+        data = {"prompt_increment": prompt, "completion": completion, "cache": "miss"}
+        return {"type": "model", "index": index, "data": data}
+
+    tool = {"type": "tool", "index": 0, "data": {"url": "https://x", "completion": "17"}}
+    rows = [
+        {
+            "id": "b.t.000", "task": "t", "text": questions["b.t.000"].text, "gold": "PSMB10",
+            "answer": "Answer: PSMB10", "error": None, "metric": "genegpt", "score": 1.0,
+            "status": "right", "type": None, "header": None,
+            "events": [model(0, questions["b.t.000"].text, "Answer: PSMB10")],
+        },
+        {
+            "id": "b.t.001", "task": "t", "text": questions["b.t.001"].text, "gold": "17",
+            "answer": "17", "error": "timeout", "metric": "genegpt", "score": None,
+            "status": "wrong", "type": "no answer", "header": "ab" * 32,
+            "events": [
+                model(0, questions["b.t.001"].text + " ", "Answer: 17"),  # (alike, not same)
+                tool,  # (a tool's field named like a model call's stays as it is)
+                model(1, "Answer: 17", "17"),
+            ],
+        },
+    ]  # fmt: skip
+    details = {"run": "m / x", "headers": {"ab" * 32: "header"}, "questions": rows}
+    path = tmp_path / "run.js"
+    write_details(path, packed(details))
+    stored = read_details(path)
+    assert unpacked(stored, facts) == details
+    assert "LMP10" not in json.dumps(stored) and "PSMB10" in json.dumps(stored)  # (its answer)
+    events = stored["questions"]["events"]
+    assert events[0][0]["data"] == {
+        "prompt_increment_is_text": True, "completion_is_answer": True, "cache": "miss"
+    }  # fmt: skip
+    assert events[1][1] == tool and events[1][0]["data"]["prompt_increment"].endswith("? ")
 
 
 def test_the_leaderboard_figure_draws_at_most_twice_its_top_runs_of_a_tie(tmp_path):

@@ -332,8 +332,12 @@ def test_each_runs_questions_load_on_demand_from_a_file_of_its_own(
     data = read_details(runs / "genegpt-slim.js")  # (gzip in base64: a fifth of the JSON)
     plain = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
     assert len(text) < len(plain) / 3
-    assert data["run"] == "codex / genegpt-slim" and len(data["questions"]) == 450
-    assert {q["status"] for q in data["questions"]} == {"right", "wrong"}
+    assert data["run"] == "codex / genegpt-slim" and len(data["questions"]["id"]) == 450
+    assert set(data["questions"]["status"]) == {"right", "wrong"}
+    # Loaded at once, each question's text comes from the page (one copy for every run).
+    dom, console = chromium.dump_dom(paper_run / "results/report/index.html", tmp_path / "p")
+    assert "</b>What is the official gene symbol of LMP10?" in dom, console[-2000:]
+    assert '<pre id="js-errors" class="err"></pre>' in dom
     # The same report, as a sweep's: nothing loaded until a run is asked for.
     out = paper_run / "results" / "report-large"
     config = json.loads((paper_run / "results" / "report" / "config.json").read_text())

@@ -107,7 +107,9 @@ def write_report(
         MAX_TEXT_CHARS,
         details_link,
         inline_run_scripts,
+        packed_text,
         place_run_files,
+        question_facts,
     )
 
     out_dir = Path(out_dir)
@@ -371,6 +373,8 @@ def write_report(
         "eager": total <= AUTOLOAD_QUESTIONS,
         "callback": CALLBACK,
         "max_text_chars": MAX_TEXT_CHARS,
+        # (each question's id, task, text and gold, once for every run's file)
+        "question_facts": packed_text(question_facts(plan, questions)),
         "task_names": list(dict.fromkeys(t.task for t in plan.tasks)),
     }
     write_html(out_dir / "index.html", {**page, "inline_runs": []})

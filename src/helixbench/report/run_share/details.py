@@ -8,6 +8,12 @@ run (a ``<script>`` element: static files, no server, works from ``file://`` and
 from a shared web folder) and renders as text (``textContent``, never markup).
 Snakemake's own report embeds a page without the folder beside it, so the report
 also writes the page with every run's file inside it (``index-bundled.html``).
+
+A run's file holds only what is the run's own, a column a field (:func:`packed`): a
+question's id, text, task and gold are the same in every run of a report and are in
+the page once (:func:`question_facts`); a model call's prompt increment that is the
+question's text, or its completion that is the answer, is a flag. At 10,000 runs of
+the whole question bank that is about a third of what a row a question took.
 """
 
 from __future__ import annotations
@@ -80,6 +86,15 @@ def shown_text(value):
     return value
 
 
+# The fields of a question that every run of a report shares (the page's, once) and
+# those of a run's own (its file's, a column each).
+SHARED_FIELDS = ("task", "text", "gold")
+RUN_FIELDS = ("answer", "error", "metric", "score", "status", "type", "header", "events")
+# A model call's texts that repeat the question's (a flag in the run's file in place of
+# the text: the page puts the text back), by the field of the question they repeat.
+REPEATED = {"prompt_increment": "text", "completion": "answer"}
+
+
 def run_details(
     run: str,
     plan: Plan,
@@ -88,7 +103,8 @@ def run_details(
     questions: dict,
     labels: dict[tuple[str, str], str],
 ) -> dict:
-    """The run's entries of the per-question view and the prompt headers they cite.
+    """The run's entries of the per-question view (a row a question, each with its
+    shared fields) and the prompt headers they cite: :func:`packed` is its file's form.
     ``plan``: the run's own (:func:`helixbench.report.run_share.run_summary.spec_plan`)."""
     items, headers = [], {}
     for task in plan.tasks:
@@ -123,6 +139,81 @@ def run_details(
                 }
             )
     return {"run": run, "headers": headers, "questions": items}
+
+
+def _repeated_flag(field: str) -> str:
+    return f"{field}_is_{REPEATED[field]}"
+
+
+def packed(details: dict) -> dict:
+    """:func:`run_details` as the run's file holds it: the questions' ids and each of
+    :data:`RUN_FIELDS` as a column; the shared fields left to the page; a model call's
+    text that repeats the question's (:data:`REPEATED`) a flag."""
+    rows = details["questions"]
+    columns = {"id": [q["id"] for q in rows]}
+    columns.update({field: [q[field] for q in rows] for field in RUN_FIELDS})
+    columns["events"] = [_flagged(q) for q in rows]
+    return {"run": details["run"], "headers": details["headers"], "questions": columns}
+
+
+def _flagged(question: dict) -> list:
+    events = []
+    for event in question["events"]:
+        data = event.get("data") if event.get("type") == "model" else None
+        if isinstance(data, dict):
+            data = dict(data)
+            for field, same_as in REPEATED.items():
+                if field in data and data[field] == question[same_as]:
+                    del data[field]
+                    data[_repeated_flag(field)] = True
+            event = {**event, "data": data}
+        events.append(event)
+    return events
+
+
+def unpacked(data: dict, facts: dict) -> dict:
+    """A run's file (:func:`packed`) as :func:`run_details` made it, with the page's
+    ``facts`` (:func:`question_facts`): what the page does in JavaScript."""
+    columns = data["questions"]
+    shared = {qid: i for i, qid in enumerate(facts["id"])}
+    rows = []
+    for i, qid in enumerate(columns["id"]):
+        at = shared[qid]
+        row = {"id": qid, **{field: facts[field][at] for field in SHARED_FIELDS}}
+        row.update({field: columns[field][i] for field in RUN_FIELDS})
+        row["events"] = [_restored(event, row) for event in row["events"]]
+        rows.append(row)
+    return {"run": data["run"], "headers": data["headers"], "questions": rows}
+
+
+def _restored(event: dict, row: dict) -> dict:
+    data = event.get("data")
+    if event.get("type") != "model" or not isinstance(data, dict):
+        return event
+    data = dict(data)
+    for field, same_as in REPEATED.items():
+        if data.pop(_repeated_flag(field), False):
+            data[field] = row[same_as]
+    return {**event, "data": data}
+
+
+def question_facts(plan: Plan, questions: dict) -> dict:
+    """The shared fields (:data:`SHARED_FIELDS`) of every question of ``plan``'s
+    tasks, a column each with the questions' ids: the page holds them once for all its
+    runs."""
+    asked = {(task.benchmark, task.task) for task in plan.tasks}
+    chosen = [q for q in questions.values() if (q.benchmark, q.task) in asked]
+    return {
+        "id": [q.id for q in chosen],
+        "task": [q.task for q in chosen],
+        "text": [q.text for q in chosen],
+        "gold": [q.gold_text for q in chosen],
+    }
+
+
+def packed_text(data) -> str:
+    """``data`` as the page inflates it: gzip-compressed JSON in base64."""
+    return base64.b64encode(gzip.compress(compact_json(data), COMPRESSION, mtime=0)).decode()
 
 
 def details_link(model: str, method: str) -> str:
@@ -189,11 +280,10 @@ def write_details(path: Path, details: dict) -> None:
     gzip-compressed JSON in base64 (a fifth of the JSON's size on GeneGPT runs; the
     page inflates it with the browser's own DecompressionStream, from ``file://``
     too), and the run's label, so that the page knows which run is on its way."""
-    packed = base64.b64encode(gzip.compress(compact_json(details), COMPRESSION, mtime=0))
     label = json.dumps(details["run"], ensure_ascii=True)  # (ASCII: no U+2028 inside)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(f'{CALLBACK}("{packed.decode("ascii")}",{label});\n', encoding="utf-8")
+    tmp.write_text(f'{CALLBACK}("{packed_text(details)}",{label});\n', encoding="utf-8")
     tmp.replace(path)
 
 
