@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..benchmarks import bank
 from ..config.plan import Plan
 from ..errors import ConfigError
-from .records import values_of
 from .run_share.run_summary import read_summary, table
 from .tables.operations import COST_COLUMNS
 from .tables.paper import published
@@ -87,8 +87,56 @@ def prompts_reader(plan: Plan):
     return lambda label: json.loads(where[label].read_text())
 
 
+TASK_KEY = ["model", "method", "benchmark", "task"]
+GROUP_KEY = ["benchmark", "model", "method", "metric"]  # (a macro row's)
+SPECIAL = ("macro", POOLED)  # (task names of rows that are no task)
+
+
 def _positions(plan: Plan) -> dict[tuple[str, str, str, str], int]:
     return {(t.model, t.method, t.benchmark, t.task): i for i, t in enumerate(plan.tasks)}
+
+
+def column_codes(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, list[dict]]:
+    """Each row's values of ``columns`` as one integer (equal rows, equal integers),
+    and per column each value's code: a sweep's tables have millions of rows, and a
+    key a row as Python values would take gigabytes."""
+    codes, coded = [], []
+    for column in columns:
+        found, values = pd.factorize(frame[column])
+        if (found < 0).any():
+            raise ValueError(f"a summary's table has rows without a {column}")
+        codes.append(found)
+        coded.append({value: code for code, value in enumerate(values.tolist())})
+    if not len(frame):
+        return np.zeros(0, dtype=np.intp), coded
+    return np.ravel_multi_index(codes, [len(c) for c in coded]), coded
+
+
+def first_seen(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each key's group, the groups numbered in the order they first appear, and each
+    group's first position."""
+    groups = pd.factorize(keys)[0]
+    return groups, np.unique(groups, return_index=True)[1]
+
+
+def plan_positions(plan: Plan, frame: pd.DataFrame) -> np.ndarray:
+    """Each row's task's position in ``plan.tasks`` (by :data:`TASK_KEY`); -1 for a
+    row of no task of the plan (a macro row)."""
+    keys, coded = column_codes(frame, TASK_KEY)
+    where = {}
+    for position, key in enumerate(_positions(plan)):
+        codes = [c.get(value) for c, value in zip(coded, key, strict=True)]
+        if None not in codes:  # (else no row of the frame is that task's)
+            where[int(np.ravel_multi_index(codes, [len(c) for c in coded]))] = position
+    return pd.Index(list(where)).get_indexer(keys) if where else np.full(len(frame), -1)
+
+
+def _planned(frame: pd.DataFrame, rows: np.ndarray, positions: np.ndarray) -> None:
+    """(KeyError naming the first of ``rows`` that is of no task of the plan)"""
+    unplanned = rows[positions[rows] < 0]
+    if len(unplanned):
+        key = frame.iloc[int(unplanned[0])][TASK_KEY].tolist()
+        raise KeyError(f"a summary's row of a task the plan has not: {key}")
 
 
 def joined_rows(plan: Plan, summaries: Summaries, name: str) -> pd.DataFrame:
@@ -97,10 +145,9 @@ def joined_rows(plan: Plan, summaries: Summaries, name: str) -> pd.DataFrame:
     frame = _joined(plan, summaries, name)
     frame = pd.DataFrame() if frame is None else frame
     if {"benchmark", "task"} <= set(frame.columns) and not frame.empty:
-        where = _positions(plan)
-        order = [where[key] for key in values_of(frame, "model", "method", "benchmark", "task")]
-        frame = frame.iloc[sorted(range(len(frame)), key=order.__getitem__)]
-        frame = frame.reset_index(drop=True)
+        positions = plan_positions(plan, frame)
+        _planned(frame, np.arange(len(frame)), positions)
+        frame = frame.iloc[np.argsort(positions, kind="stable")].reset_index(drop=True)
     return frame
 
 
@@ -114,52 +161,58 @@ def _joined(plan: Plan, summaries: Summaries, name: str) -> pd.DataFrame | None:
 
 def joined_scores(plan: Plan, summaries: Summaries) -> pd.DataFrame:
     """scores.csv: every run's task rows in the plan's order, then its macro rows; the
-    paper's value of each from the full plan (the summaries know no recording)."""
+    paper's value of each from the full plan (the summaries know no recording). The
+    rows are found as integers and taken once: at 10,000 runs the table is 3 million
+    rows, half a gigabyte a copy."""
     frame = _joined(plan, summaries, "scores")
-    frame = pd.DataFrame(columns=SCORE_COLUMNS) if frame is None else frame
-    pooled = frame[frame.task == POOLED]  # (already in the runs' order)
-    frame = frame[frame.task != POOLED]
-    tasks = frame[frame.task != "macro"]
-    where = _positions(plan)
-    keys = list(values_of(tasks, "model", "method", "benchmark", "task"))
-    order = sorted(range(len(tasks)), key=lambda i: where[keys[i]])
-    tasks, keys = tasks.iloc[order], [keys[i] for i in order]
-    by_key = {k: t for k, t in zip(where, plan.tasks, strict=True)}
-    tasks = tasks.assign(
-        paper=[
-            published(_recording(t), t.method_spec.get("mask"), t.benchmark, t.task, metric)
-            for t, metric in zip((by_key[key] for key in keys), tasks.metric.tolist(), strict=True)
-        ]
-    )
+    if frame is None or frame.empty:
+        return pd.DataFrame(columns=SCORE_COLUMNS)
+    task_code, task_names = pd.factorize(frame.task)
+    metric_code, metric_names = pd.factorize(frame.metric)
+    task_names, metric_names = task_names.tolist(), metric_names.tolist()
+    code_of = {name: code for code, name in enumerate(task_names)}
+    macro = task_code == code_of.get("macro", -2)
+    pooled = task_code == code_of.get(POOLED, -2)
+    rows = np.flatnonzero(~macro & ~pooled)
+    positions = plan_positions(plan, frame)
+    _planned(frame, rows, positions)
+    rows = rows[np.argsort(positions[rows], kind="stable")]
+    at, metric_at = positions[rows], metric_code[rows]
+    # The paper's value, once a (task, metric): a sweep repeats each thousands of times.
+    pair, first_of_pair = first_seen(at * len(metric_names) + metric_at)
+    paper = [_published(plan.tasks[at[i]], None, metric_names[metric_at[i]]) for i in first_of_pair]
+    paper = pd.Series(paper, dtype=object).to_numpy()[pair]
     # Each (benchmark, model, method, metric)'s tasks, in the order of first appearance
-    # (one pass over the rows: a sweep's table has tens of thousands of groups).
-    covered: dict[tuple, set] = {}
-    first = {}
-    group_keys = values_of(tasks, "benchmark", "model", "method", "metric")
-    for key, task in zip(group_keys, tasks.task.tolist(), strict=True):
-        if key not in covered:
-            covered[key], first[key] = set(), by_key[(key[1], key[2], key[0], task)]
-        covered[key].add(task)
-    macro_of = {key: i for i, key in enumerate(covered)}
-    macros = frame[frame.task == "macro"]
-    macro_keys = list(values_of(macros, "benchmark", "model", "method", "metric"))
-    order = sorted(range(len(macros)), key=lambda i: macro_of[macro_keys[i]])
-    macros, macro_keys = macros.iloc[order], [macro_keys[i] for i in order]
-    macros = macros.assign(
-        paper=[
-            published(
-                _recording(first[key]),
-                first[key].method_spec.get("mask"),
-                key[0],
-                "macro",
-                key[3],
-            )
-            if covered[key] == _scored_tasks(key[0])
-            else None
-            for key in macro_keys
-        ]
-    )
-    return pd.concat([tasks, macros, pooled], ignore_index=True)[SCORE_COLUMNS]
+    # (a sweep's table has tens of thousands of groups): the macro rows' order.
+    group_keys = column_codes(frame, GROUP_KEY)[0]
+    group, first_in_group = first_seen(group_keys[rows])
+    covered: list[set] = [set() for _ in first_in_group]
+    for i in first_seen(group * len(task_names) + task_code[rows])[1]:
+        covered[group[i]].add(task_names[task_code[rows[i]]])
+    macros = np.flatnonzero(macro)
+    macro_group = pd.Index(group_keys[rows[first_in_group]]).get_indexer(group_keys[macros])
+    if (macro_group < 0).any():
+        raise KeyError("a summary's macro row of a group with no task rows")
+    order = np.argsort(macro_group, kind="stable")
+    macros = macros[order]
+    macro_paper = []
+    for g in macro_group[order].tolist():
+        first = plan.tasks[at[first_in_group[g]]]
+        metric = metric_names[metric_at[first_in_group[g]]]
+        whole = covered[g] == _scored_tasks(first.benchmark)
+        macro_paper.append(_published(first, "macro", metric) if whole else None)
+    pooled = np.flatnonzero(pooled)  # (already in the runs' order)
+    joined = frame.iloc[np.concatenate([rows, macros, pooled])].reset_index(drop=True)
+    # (each part's values as a column of its own would have them: None, or numbers)
+    parts = [pd.Series(paper.tolist()), pd.Series(macro_paper), frame.paper.iloc[pooled]]
+    joined["paper"] = pd.concat(parts, ignore_index=True).to_numpy()
+    return joined[SCORE_COLUMNS]
+
+
+def _published(task, name: str | None, metric: str):
+    """The paper's value of ``task``'s metric (or its benchmark's ``name``: "macro")."""
+    mask = task.method_spec.get("mask")
+    return published(_recording(task), mask, task.benchmark, name or task.task, metric)
 
 
 def joined_cost(plan: Plan, summaries: dict[str, dict], prices: dict) -> pd.DataFrame:

@@ -162,13 +162,6 @@ def first_macros(summary: pd.DataFrame) -> dict[tuple, tuple]:
     return first
 
 
-def macro_rows(summary: pd.DataFrame) -> dict[tuple[str, str, str], pd.DataFrame]:
-    """(model, method, benchmark) -> its macro rows of scores.csv, grouped once (a
-    sweep's table has a row per run, task and metric)."""
-    macros = summary[summary.task == "macro"]
-    return {key: rows for key, rows in macros.groupby(["model", "method", "benchmark"], sort=False)}
-
-
 def ranked(
     table: pd.DataFrame, by: str | None = None, score: str | None = None, size: str | None = None
 ) -> pd.DataFrame:

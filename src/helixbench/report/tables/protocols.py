@@ -25,8 +25,14 @@ from ...benchmarks import bank
 from ...config.plan import Plan, RunTask
 from ...methods.originals import ORIGINALS
 from ...stats import holm
-from ..records import ScoreLookups, macro_paired_test, paired_by_task, primary_metric
-from .leaderboard import GENESETS, macro_rows
+from ..records import (
+    ScoreLookups,
+    macro_paired_test,
+    paired_by_task,
+    primary_metric,
+    values_of,
+)
+from .leaderboard import GENESETS
 from .scores import ROUND
 
 # The method kinds compared, by the protocol each uses for tools or documents.
@@ -120,16 +126,16 @@ def protocol_table(
     records (:func:`helixbench.report.run_share.run_summary.task_facts`); ``bank_board``: the
     question bank's leaderboards (their macro is of each task's primary score)."""
     rows = []
-    macros = macro_rows(summary)
-    bank_macro = _bank_macros(bank_board)
+    macros = _firsts(summary[summary.task == "macro"], ["model", "method", "benchmark", "metric"])
+    bank_macros = _firsts(_bank_board(bank_board), ["run", "benchmark"])
     for (model, benchmark), runs in protocol_runs(plan).items():
         for run in runs:
             of_run = [facts[t] for t in run.tasks if t.benchmark == benchmark]
             if benchmark in BANK:
-                macro = bank_macro(run.label, benchmark)
+                macro = bank_macros.get((run.label, benchmark), NO_MACRO)
             else:
-                macro = macros.get((run.model, run.method, benchmark), summary.iloc[:0])
-                macro = macro[macro.metric == metric_of(benchmark)]
+                key = (run.model, run.method, benchmark, metric_of(benchmark))
+                macro = macros.get(key, NO_MACRO)
             n = sum(f["questions"] for f in of_run)
             tool_calls = sum(f["tool_calls"] for f in of_run)
             tokens = sum(f["tokens"] for f in of_run)
@@ -140,9 +146,9 @@ def protocol_table(
                     "protocol": protocol_of(run),
                     "run": run.label,
                     "metric": "primary" if benchmark in BANK else metric_of(benchmark),
-                    "macro": _first(macro, "score"),
-                    "ci_low": _first(macro, "ci_low"),
-                    "ci_high": _first(macro, "ci_high"),
+                    "macro": macro[0],
+                    "ci_low": macro[1],
+                    "ci_high": macro[2],
                     "questions": n,
                     "errors": sum(sum(f["errors"].values()) for f in of_run),
                     "tool_calls_per_question": round(tool_calls / n, 2) if n else None,
@@ -161,8 +167,13 @@ def protocol_tests(plan: Plan, scores: ScoreLookups, protocols: pd.DataFrame) ->
     :func:`protocol_table`; ties: the run first in the config), tested pairwise on the
     difference of macro scores over the questions both answered; Holm over all."""
     rows = []
+    macros = {  # (benchmark, run) -> its macro (one pass: a sweep has a row a run)
+        (benchmark, run): macro
+        for benchmark, run, macro in values_of(protocols, "benchmark", "run", "macro")
+    }
     for (model, benchmark), all_runs in protocol_runs(plan).items():
-        runs = _best_per_protocol(all_runs, protocols[protocols.benchmark == benchmark])
+        macro = {run.label: macros.get((benchmark, run.label)) for run in all_runs}
+        runs = _best_per_protocol(all_runs, macro)
         tasks = list(
             dict.fromkeys(t.task for r in runs for t in r.tasks if t.benchmark == benchmark)
         )
@@ -193,9 +204,8 @@ def protocol_tests(plan: Plan, scores: ScoreLookups, protocols: pd.DataFrame) ->
     return pd.DataFrame(rows, columns=TEST_COLUMNS)
 
 
-def _best_per_protocol(runs: list, protocols: pd.DataFrame) -> list:
-    """Of ``runs`` (config order), each protocol's run with the highest macro."""
-    macro = dict(zip(protocols.run, protocols.macro, strict=True))
+def _best_per_protocol(runs: list, macro: dict) -> list:
+    """Of ``runs`` (config order), each protocol's run with the highest ``macro``."""
     best: dict[str, object] = {}
     for run in runs:
         held = best.get(protocol_of(run))
@@ -205,20 +215,27 @@ def _best_per_protocol(runs: list, protocols: pd.DataFrame) -> list:
     return [run for run in runs if run in best.values()]
 
 
-def _bank_macros(board: pd.DataFrame | None):
-    """``(run, benchmark) ->`` the run's macro on a question-bank benchmark as the scores
-    table holds a macro (``score``, ``ci_low``, ``ci_high``), from its leaderboard (one
-    grouping of the board, not a scan of it a run)."""
-    columns = ["score", "ci_low", "ci_high"]
+NO_MACRO = (None, None, None)
+
+
+def _bank_board(board: pd.DataFrame | None) -> pd.DataFrame:
+    """The question bank's leaderboards as the scores table holds a macro."""
+    columns = ["run", "benchmark", "score", "ci_low", "ci_high"]
     if board is None or board.empty:
-        return lambda run, benchmark: pd.DataFrame(columns=columns)
-    macros = board.rename(columns={"macro": "score"})[columns]
-    where = board.groupby(["run", "benchmark"], sort=False).indices
-    return lambda run, benchmark: macros.iloc[where.get((run, benchmark), [])]
+        return pd.DataFrame(columns=columns)
+    return board.rename(columns={"macro": "score"})[columns]
 
 
-def _first(frame: pd.DataFrame, column: str):
-    """The first row's value (None where there is none, or no interval was given)."""
-    if frame.empty or pd.isna(frame[column].iloc[0]):
-        return None
-    return float(frame[column].iloc[0])
+def _firsts(frame: pd.DataFrame, key: list[str]) -> dict[tuple, tuple]:
+    """``key``'s values -> the first such row's score and interval (each None where
+    the row has none), found in one pass (a sweep's table has a row per run, task and
+    metric: a mask a run would read it whole once a run)."""
+    found: dict[tuple, tuple] = {}
+    for *of_row, score, low, high in values_of(frame, *key, "score", "ci_low", "ci_high"):
+        found.setdefault(tuple(of_row), (_number(score), _number(low), _number(high)))
+    return found
+
+
+def _number(value) -> float | None:
+    """A value of the table as a row shows it (None where there is none)."""
+    return None if value is None or pd.isna(value) else float(value)
