@@ -50,6 +50,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -398,8 +399,10 @@ def score_batches(work: Path, config: dict, plan, cores: int, env: dict, size: i
     return wall, sum(seconds) / len(plan.runs)
 
 
-def page_load(page: Path) -> tuple[float | None, float]:
-    """The page's own time to ready (ms, where it says) and the dump-dom process (s)."""
+def page_load(page: Path, run: str | None = None) -> tuple[float | None, float]:
+    """The page's own time to ready (ms, where it says) and the dump-dom process (s);
+    with ``run``, opened at that run's questions (``#run=``), the page's time from
+    asking for the run to its questions shown (ms) in place of the first."""
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     with tempfile.TemporaryDirectory() as profile:
         started = time.perf_counter()
@@ -411,14 +414,14 @@ def page_load(page: Path) -> tuple[float | None, float]:
                 "--disable-gpu",
                 f"--user-data-dir={profile}",
                 "--dump-dom",
-                page.resolve().as_uri(),
+                page.resolve().as_uri() + (f"#run={quote(run)}" if run else ""),
             ],
             capture_output=True,
             text=True,
             timeout=900,
         )
         wall = time.perf_counter() - started
-    found = re.search(r'data-ready-ms="(\d+)"', done.stdout)
+    found = re.search(rf'data-{"run" if run else "ready"}-ms="(\d+)"', done.stdout)
     return (int(found.group(1)) if found else None), wall
 
 
@@ -490,6 +493,9 @@ def report_row(
     command = [sys.executable, "-m", "helixbench", "report", "--config-json", json.dumps(config)]
     wall, peak = timed([*command, "--out-dir", str(out)], work, env)
     ready_ms, dump_s = page_load(out / "index.html")
+    last = config["runs"][-1]  # (the page's last run)
+    model, method = (last.get(k) or last[f"{k}s"][-1] for k in ("model", "method"))
+    run_ms, run_dump_s = page_load(out / "index.html", f"{model} / {method}")
     return {
         "code": code,
         "N": n,
@@ -504,6 +510,8 @@ def report_row(
         "parquet MB": round(size(out / "question_scores.parquet") / 1e6, 1),
         "ready ms": ready_ms,
         "dump-dom s": round(dump_s, 1),
+        "a run's questions ms": run_ms,
+        "with the index, dump-dom s": round(run_dump_s, 1),
     }
 
 

@@ -22,7 +22,9 @@ from helixbench.report.store import CATEGORIES, StoredScoreIndex, store_scores
 def _sweep(tmp_path):
     """Four runs on GeneTuring's and GeneTuring 2025's Gene alias (one task name, two
     benchmarks) and SNP location, each run's table written as its score job writes it;
-    some questions unscored (NaN), some without an extracted answer."""
+    some questions unscored (NaN), some without an extracted answer, some scores
+    fractions (a run's genegpt scores without tools), -0.0 or right and wrong alone (the
+    extracted answers'; the store keeps those a byte each)."""
     config = {
         "models": {
             n: {"backend": "openai", "model": n, "api": "chat", "base_url": "http://localhost:1/v1"}
@@ -45,7 +47,11 @@ def _sweep(tmp_path):
                 for metric in ("genegpt", "extracted", "strict"):
                     if metric == "extracted" and i % 5 == 4:
                         continue
-                    score = float(draw.random() < 0.6) if i % 7 else math.nan
+                    score = float(draw.random() < 0.6)
+                    if metric == "genegpt" and run.method == "no-tools":
+                        score = -0.0 if i == 3 else round(draw.random(), 3)
+                    elif metric != "extracted" and i % 7 == 0:
+                        score = math.nan
                     rows.append(
                         {"question_id": qid, "model": run.model, "method": run.method,
                          "benchmark": task.benchmark, "task": task.task, "metric": metric,
@@ -97,6 +103,10 @@ def test_the_store_writes_every_row_and_answers_as_the_rows_held_at_once(tmp_pat
                 found = store.index.for_benchmark(benchmark).get(key)
                 assert _nan_as_none(found) == of, (key, benchmark)
     assert ("a / no-tools", "Gene alias", "genegpt") in store.index
+    # Right-or-wrong keys kept a byte a score, the rest (fractions, NaN, -0.0) as they are.
+    assert {part for _, part, _, _ in store.index._slices.values()} == {0, 1}
+    signed = store.index.for_benchmark("geneturing").get(("a / no-tools", "Gene alias", "genegpt"))
+    assert math.copysign(1.0, signed["geneturing/Gene alias/003"]) == -1.0
     with pytest.raises(KeyError):
         store.index[("a / no-tools", "Gene alias", "strict")]  # (not a paired test's)
 
