@@ -36,6 +36,11 @@ class Summaries(dict):
 
     joined: dict[str, pd.DataFrame | None]
 
+    def take(self, name: str) -> pd.DataFrame | None:
+        """A joined table handed over, no longer held here (a sweep's scores rows are
+        half a gigabyte at 10,000 runs: the report keeps its own, sorted copy only)."""
+        return self.joined.pop(name)
+
 
 def read_summaries(plan: Plan) -> Summaries:
     """Every run's summary (:class:`Summaries`); a run without one is named (its job
@@ -49,7 +54,7 @@ def read_summaries(plan: Plan) -> Summaries:
             chunks[name].append(pd.concat(frames, ignore_index=True))
             frames.clear()
 
-    shared: dict[str, str] = {}
+    shared: dict = {}
     for run in plan.runs:
         path = Path(run.summary_path)
         if not path.is_file():
@@ -74,11 +79,23 @@ def read_summaries(plan: Plan) -> Summaries:
     return out
 
 
-def _shared(value, shared: dict[str, str]):
-    """``value``, a text as the one object of its value that ``shared`` holds (a
-    sweep's task facts repeat a few names: 10,000 runs hold 430,000 facts, where orjson
-    makes a string of each value it reads)."""
-    return shared.setdefault(value, value) if type(value) is str else value
+def _shared(value, shared: dict):
+    """``value`` as the one object of its value that ``shared`` holds, where it is a
+    text or a mapping or list of texts (a sweep's task facts repeat a few names, a
+    model's identity and empty lists and counts: 10,000 runs hold 430,000 facts, where
+    orjson makes an object of each value it reads). The facts are read, never changed;
+    numbers are left as they are (1, 1.0, True and -0.0 would be one key)."""
+    kind = type(value)
+    if kind is str:
+        return shared.setdefault(value, value)
+    if kind is dict and all(type(v) in PLAIN for v in value.values()):
+        return shared.setdefault((dict, *value.items()), value)
+    if kind is list and all(type(v) in PLAIN for v in value):
+        return shared.setdefault((list, *value), value)
+    return value
+
+
+PLAIN = frozenset({str, type(None)})  # (what a shared mapping or list may hold)
 
 
 def prompts_reader(plan: Plan):
@@ -164,7 +181,7 @@ def joined_scores(plan: Plan, summaries: Summaries) -> pd.DataFrame:
     paper's value of each from the full plan (the summaries know no recording). The
     rows are found as integers and taken once: at 10,000 runs the table is 3 million
     rows, half a gigabyte a copy."""
-    frame = _joined(plan, summaries, "scores")
+    frame = summaries.take("scores")  # (the join's own from here on)
     if frame is None or frame.empty:
         return pd.DataFrame(columns=SCORE_COLUMNS)
     task_code, task_names = pd.factorize(frame.task)
