@@ -413,6 +413,8 @@ def page_load(page: Path, run: str | None = None) -> tuple[float | None, float]:
                 "--no-sandbox",
                 "--disable-gpu",
                 f"--user-data-dir={profile}",
+                # (a run's file comes after the page's load: the DOM once it is shown)
+                *(["--virtual-time-budget=60000"] if run else []),
                 "--dump-dom",
                 page.resolve().as_uri() + (f"#run={quote(run)}" if run else ""),
             ],
