@@ -119,6 +119,8 @@ def test_default_workflow_reproduces_the_paper(mirror, paper_run):
             assert abs(float(row["score"]) - value) < 1e-9, (method, task)
             assert row["n"] == "50" and row["paper"] != ""
         macro_row = scores[(method, "macro", "genegpt")]
+        assert macro_row["paper"] == {"001001": "0.83", "111111": "0.8"}[mask]  # (whole set)
+        assert scores[(method, "macro", "strict")]["paper"] == ""  # (not the paper's metric)
         macro = float(macro_row["score"])
         assert round(macro, 2) == {"001001": 0.83, "111111": 0.80}[mask]
         assert float(macro_row["ci_low"]) <= macro <= float(macro_row["ci_high"])
