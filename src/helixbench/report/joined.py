@@ -79,6 +79,9 @@ def read_summaries(plan: Plan) -> Summaries:
     return out
 
 
+PLAIN = frozenset({str, type(None)})  # (what a shared mapping or list may hold)
+
+
 def _shared(value, shared: dict):
     """``value`` as the one object of its value that ``shared`` holds, where it is a
     text or a mapping or list of texts (a sweep's task facts repeat a few names, a
@@ -95,9 +98,6 @@ def _shared(value, shared: dict):
     return value
 
 
-PLAIN = frozenset({str, type(None)})  # (what a shared mapping or list may hold)
-
-
 def prompts_reader(plan: Plan):
     """Run label -> its prompt digests (``prompts.json``, beside its summary)."""
     where = {run.label: Path(run.prompts_path) for run in plan.runs}
@@ -106,27 +106,32 @@ def prompts_reader(plan: Plan):
 
 TASK_KEY = ["model", "method", "benchmark", "task"]
 GROUP_KEY = ["benchmark", "model", "method", "metric"]  # (a macro row's)
-SPECIAL = ("macro", POOLED)  # (task names of rows that are no task)
 
 
 def _positions(plan: Plan) -> dict[tuple[str, str, str, str], int]:
     return {(t.model, t.method, t.benchmark, t.task): i for i, t in enumerate(plan.tasks)}
 
 
-def column_codes(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, list[dict]]:
-    """Each row's values of ``columns`` as one integer (equal rows, equal integers),
-    and per column each value's code: a sweep's tables have millions of rows, and a
-    key a row as Python values would take gigabytes."""
-    codes, coded = [], []
+def factorized(frame: pd.DataFrame, columns: list[str]) -> dict[str, tuple[np.ndarray, dict]]:
+    """Each of ``columns``: its rows' codes and each value's code, in the order values
+    first appear (a sweep's tables have millions of rows, and a key a row as Python
+    values would take gigabytes)."""
+    found = {}
     for column in columns:
-        found, values = pd.factorize(frame[column])
-        if (found < 0).any():
+        codes, values = pd.factorize(frame[column])
+        if (codes < 0).any():
             raise ValueError(f"a summary's table has rows without a {column}")
-        codes.append(found)
-        coded.append({value: code for code, value in enumerate(values.tolist())})
-    if not len(frame):
-        return np.zeros(0, dtype=np.intp), coded
-    return np.ravel_multi_index(codes, [len(c) for c in coded]), coded
+        found[column] = (codes, {value: code for code, value in enumerate(values.tolist())})
+    return found
+
+
+def combined(factors: dict, columns: list[str]) -> np.ndarray:
+    """Each row's values of ``columns`` (:func:`factorized`) as one integer: equal
+    rows, equal integers."""
+    codes = [factors[column][0] for column in columns]
+    if not len(codes[0]):
+        return np.zeros(0, dtype=np.intp)
+    return np.ravel_multi_index(codes, [len(factors[column][1]) for column in columns])
 
 
 def first_seen(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,16 +141,17 @@ def first_seen(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return groups, np.unique(groups, return_index=True)[1]
 
 
-def plan_positions(plan: Plan, frame: pd.DataFrame) -> np.ndarray:
-    """Each row's task's position in ``plan.tasks`` (by :data:`TASK_KEY`); -1 for a
-    row of no task of the plan (a macro row)."""
-    keys, coded = column_codes(frame, TASK_KEY)
+def plan_positions(plan: Plan, factors: dict) -> np.ndarray:
+    """Each row's task's position in ``plan.tasks`` (by :data:`TASK_KEY`, its columns
+    :func:`factorized`); -1 for a row of no task of the plan (a macro row)."""
+    keys = combined(factors, TASK_KEY)
+    coded = [factors[column][1] for column in TASK_KEY]
     where = {}
     for position, key in enumerate(_positions(plan)):
         codes = [c.get(value) for c, value in zip(coded, key, strict=True)]
         if None not in codes:  # (else no row of the frame is that task's)
             where[int(np.ravel_multi_index(codes, [len(c) for c in coded]))] = position
-    return pd.Index(list(where)).get_indexer(keys) if where else np.full(len(frame), -1)
+    return pd.Index(list(where)).get_indexer(keys) if where else np.full(len(keys), -1)
 
 
 def _planned(frame: pd.DataFrame, rows: np.ndarray, positions: np.ndarray) -> None:
@@ -162,7 +168,7 @@ def joined_rows(plan: Plan, summaries: Summaries, name: str) -> pd.DataFrame:
     frame = _joined(plan, summaries, name)
     frame = pd.DataFrame() if frame is None else frame
     if {"benchmark", "task"} <= set(frame.columns) and not frame.empty:
-        positions = plan_positions(plan, frame)
+        positions = plan_positions(plan, factorized(frame, TASK_KEY))
         _planned(frame, np.arange(len(frame)), positions)
         frame = frame.iloc[np.argsort(positions, kind="stable")].reset_index(drop=True)
     return frame
@@ -184,14 +190,13 @@ def joined_scores(plan: Plan, summaries: Summaries) -> pd.DataFrame:
     frame = summaries.take("scores")  # (the join's own from here on)
     if frame is None or frame.empty:
         return pd.DataFrame(columns=SCORE_COLUMNS)
-    task_code, task_names = pd.factorize(frame.task)
-    metric_code, metric_names = pd.factorize(frame.metric)
-    task_names, metric_names = task_names.tolist(), metric_names.tolist()
-    code_of = {name: code for code, name in enumerate(task_names)}
+    factors = factorized(frame, [*TASK_KEY, "metric"])
+    (task_code, code_of), (metric_code, metric_of) = factors["task"], factors["metric"]
+    task_names, metric_names = list(code_of), list(metric_of)
     macro = task_code == code_of.get("macro", -2)
     pooled = task_code == code_of.get(POOLED, -2)
     rows = np.flatnonzero(~macro & ~pooled)
-    positions = plan_positions(plan, frame)
+    positions = plan_positions(plan, factors)
     _planned(frame, rows, positions)
     rows = rows[np.argsort(positions[rows], kind="stable")]
     at, metric_at = positions[rows], metric_code[rows]
@@ -201,7 +206,7 @@ def joined_scores(plan: Plan, summaries: Summaries) -> pd.DataFrame:
     paper = pd.Series(paper, dtype=object).to_numpy()[pair]
     # Each (benchmark, model, method, metric)'s tasks, in the order of first appearance
     # (a sweep's table has tens of thousands of groups): the macro rows' order.
-    group_keys = column_codes(frame, GROUP_KEY)[0]
+    group_keys = combined(factors, GROUP_KEY)
     group, first_in_group = first_seen(group_keys[rows])
     covered: list[set] = [set() for _ in first_in_group]
     for i in first_seen(group * len(task_names) + task_code[rows])[1]:

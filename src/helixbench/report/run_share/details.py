@@ -151,8 +151,8 @@ def packed(details: dict) -> dict:
     text that repeats the question's (:data:`REPEATED`) a flag."""
     rows = details["questions"]
     columns = {"id": [q["id"] for q in rows]}
-    columns.update({field: [q[field] for q in rows] for field in RUN_FIELDS})
-    columns["events"] = [_flagged(q) for q in rows]
+    columns.update({field: [q[field] for q in rows] for field in RUN_FIELDS if field != "events"})
+    columns["events"] = [_flagged(q) for q in rows]  # (their repeated texts flagged)
     return {"run": details["run"], "headers": details["headers"], "questions": columns}
 
 
