@@ -353,8 +353,8 @@ def _rescore_replays_offline_and_a_failed_one_keeps_every_file(workdir, config, 
     assert done.returncode == 0, done.stderr[-3000:]
     replayed = _kept(workdir)
     assert _verdicts(replayed) == _verdicts(before) and len(replayed) == len(before)
-    batches = [  # (this config's, just written: gpt-5-2's and mine's)
-        b for b in (workdir / "results" / "summaries").glob("*/score-batch-*.json")
+    batches = [  # (this config's, just written)
+        b for b in (workdir / "results" / "score-batches").glob("*.json")
         if b.stat().st_mtime >= started
     ]  # fmt: skip
     states = [s["state"] for b in batches for s in json.loads(b.read_text())["runs"].values()]

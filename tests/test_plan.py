@@ -44,6 +44,26 @@ def test_each_run_gets_its_resources_from_its_backend():
     assert server.label == server.first.label == run_label("server", "genegpt-slim")
 
 
+def test_score_batches_span_models_and_keep_their_ids_when_runs_are_appended():
+    def plan_of(models):
+        config = {
+            "models": {m: {**SERVER, "model": m, "api": "chat"} for m in models},
+            "benchmarks": ["geneturing"],
+            "runs": [{"models": models, "methods": ["no-tools", "genegpt-slim", "genegpt-full"]}],
+        }
+        return build_plan(config, None)
+
+    plan = plan_of(["a", "b", "c", "d", "e"])  # 15 runs, three a model
+    batches = plan.score_batches(4)
+    assert [len(runs) for runs in batches.values()] == [4, 4, 4, 3]
+    assert [r.label for runs in batches.values() for r in runs] == [r.label for r in plan.runs]
+    assert {r.model for r in list(batches.values())[0]} == {"a", "b"}  # (one job, two models)
+    grown = plan_of(["a", "b", "c", "d", "e", "f"]).score_batches(4)  # a model added last
+    assert list(grown)[:3] == list(batches)[:3] and list(grown)[3] != list(batches)[3]
+    other = plan_of(["x", "y", "z", "w", "v"]).score_batches(4)  # same places, other runs
+    assert not set(other) & set(batches)
+
+
 def test_backends_say_what_they_are():
     assert backend("replay").recorded and backend("replay").answers_prompts
     assert not backend("openai").recorded and not backend("openai").published

@@ -69,10 +69,11 @@ RUN_SUMMARY_VERSION = 8
 # A run's questions and transcripts for the HTML report (index.html loads the copy
 # the report puts in its runs/ folder).
 RUN_DETAILS = RUN_SUMMARY_DIR + "/details.js"
-# A batch of runs scored in one process (one model's runs, ``score_batch`` at a time):
+# A batch of runs scored in one process (the plan's runs, ``score_batch`` at a time):
 # its record of each run's fingerprint, the score job's one declared output (the runs'
-# own files are moved in place by the job, run by run: scoring/batch.py).
-SCORE_BATCH = SUMMARIES_DIR + "/{model}/score-batch-{batch}.json"
+# own files are moved in place by the job, run by run: scoring/batch.py). Apart from
+# the runs' folders: a batch spans models.
+SCORE_BATCH = "results/score-batches/{batch}.json"
 # Where a score job writes a run's files before moving them in place.
 STAGED_DIR = "results/.staged/{model}/{method}/{variant}"
 # A run in other tools' formats (report.exports; report/exports.py), copied into the

@@ -398,15 +398,14 @@ BATCH_OF = {run.label: key for key, runs in SCORE_BATCHES.items() for run in run
 
 def batch_path(run):
     """The record of the score job that scores ``run`` (its files come with it)."""
-    model, index = BATCH_OF[run.label]
-    return paths.SCORE_BATCH.format(model=model, batch=index)
+    return paths.SCORE_BATCH.format(batch=BATCH_OF[run.label])
 
 
 def get_batch(wildcards):
     try:
-        return SCORE_BATCHES[(wildcards.model, wildcards.batch)]
+        return SCORE_BATCHES[wildcards.batch]
     except KeyError:
-        raise WorkflowError(f"no score batch {wildcards.batch} of {wildcards.model!r}")
+        raise WorkflowError(f"no score batch {wildcards.batch} in this config")
 
 
 def get_batch_jobs(wildcards):

@@ -24,13 +24,13 @@ rule percentile_background:
         " --out {output:q} > {log:q} 2>&1"
 
 
-# A batch of runs (one model's, `score_batch` at a time) scored and summarized in one
-# process: one start, one read of the question table, the encoder loaded once. A run's
-# files are moved in place by the job when that run is done, beside a fingerprint of
-# what shaped them; the batch's record is the rule's one output (Snakemake deletes a
-# job's outputs before it runs and after it fails: a rescore whose judge is down would
-# lose them). A run whose fingerprint is unchanged is left as it is, so a run added to
-# a finished sweep is scored alone and a batch cut short resumes.
+# A batch of runs (the plan's, in order, `score_batch` at a time across models) scored
+# and summarized in one process: one start, one read of the question table, the encoder
+# loaded once. A run's files are moved in place by the job when that run is done, beside
+# a fingerprint of what shaped them; the batch's record is the rule's one output
+# (Snakemake deletes a job's outputs before it runs and after it fails: a rescore whose
+# judge is down would lose them). A run whose fingerprint is unchanged is left as it is,
+# so a run added to a finished sweep is scored alone and a batch cut short resumes.
 rule score_batch:
     input:
         questions=paths.QUESTIONS,
@@ -40,7 +40,7 @@ rule score_batch:
     output:
         paths.SCORE_BATCH,
     log:
-        "logs/score/{model}/batch-{batch}.log",
+        "logs/score/batch-{batch}.log",
     wildcard_constraints:
         batch=r"\d+-[0-9a-f]{8}",
     conda:

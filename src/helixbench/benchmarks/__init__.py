@@ -107,7 +107,12 @@ def all_tasks() -> list[str]:
 
 def is_sample(task: str) -> bool:
     """A task run only when a run names it (a toy sample, another group's sets)."""
-    return any(task in b.samples for b in registry().values())
+    return task in _samples()
+
+
+@cache
+def _samples() -> frozenset[str]:
+    return frozenset(t for b in registry().values() for t in b.samples)
 
 
 def task_by_slug(benchmark: str, slug: str) -> str:

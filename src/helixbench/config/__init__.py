@@ -283,6 +283,8 @@ def _check_agent_view(where: str, spec: dict, config: dict) -> None:
 
 def _check_task_names(where: str, names: list[str], benchmarks: list[str]) -> None:
     """Every task a run names (by name or slug) is a task of one of its benchmarks."""
+    if not names:
+        return
     known = {
         name: benchmark
         for benchmark in benchmarks

@@ -351,20 +351,17 @@ class Plan:
                 )
         return lines
 
-    def score_batches(self, size: int) -> dict[tuple[str, str], list[Run]]:
-        """(model, batch id) -> the runs one score job scores: a model's runs in plan
-        order, ``size`` at a time (a run added to the config joins its model's last
-        batch, or starts one). The id is the batch's place and a digest of its runs, so
-        configs that share a model name keep each their own batches."""
-        by_model: dict[str, list[Run]] = {}
-        for run in self.runs:
-            by_model.setdefault(run.model, []).append(run)
+    def score_batches(self, size: int) -> dict[str, list[Run]]:
+        """Batch id -> the runs one score job scores: the plan's runs in order, ``size``
+        at a time, across models (a sweep of many models with few runs each starts a job
+        per ``size`` runs, not one per model). A run added at the end of the plan joins
+        the last batch or starts one; the id is the batch's place and a digest of its
+        runs, so configs that share run names keep each their own batches."""
         batches = {}
-        for model, runs in by_model.items():
-            for i in range(0, len(runs), size):
-                batch = runs[i : i + size]
-                digest = sha256_json([[r.method, r.variant] for r in batch])[:8]
-                batches[(model, f"{i // size}-{digest}")] = batch
+        for i in range(0, len(self.runs), size):
+            batch = self.runs[i : i + size]
+            digest = sha256_json([[r.model, r.method, r.variant] for r in batch])[:8]
+            batches[f"{i // size}-{digest}"] = batch
         return batches
 
     def find(self, model: str, method: str, variant: str | None = None) -> Run:

@@ -18,11 +18,13 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from .jsonfiles import read_json, read_jsonl, read_text
 
 
+@lru_cache(maxsize=4096)  # (a sweep's plan asks for each task's slug once a run)
 def slugify(label: str) -> str:
     """``"Human genome DNA aligment"`` -> ``"human-genome-dna-aligment"``."""
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")

@@ -1,5 +1,5 @@
-"""Many runs scored in one process: a score job takes a batch of runs (one model's,
-``score_batch`` at a time), imports once, reads the question table once, loads the
+"""Many runs scored in one process: a score job takes a batch of runs (the plan's, in
+order, ``score_batch`` at a time), imports once, reads the question table once, loads the
 encoder and a percentile background once, and scores and summarizes each run in turn.
 
 Each run's files (its scores, judge calls and summary) are written under a staging
