@@ -15,8 +15,9 @@ the gold and from wrong answers (another question's gold), in --variants sets, e
 run hard-linking one.
 
 Then, as Snakemake would on a machine of --cores cores, the score jobs (`score_batch`:
-a model's runs, --batch at a time, in one process, each run's scores and its summary,
-every run scored afresh and no verdict kept from an earlier call; the batches in
+the plan's runs in order, --batch at a time across models, in one process, each run's
+scores and its summary, every run scored afresh and no verdict kept from an earlier
+call; the batches in
 parallel; --per-run: a process a run, as `helixbench score --summary`), and the report
 rule (`helixbench report`). Printed per N: the score
 jobs' wall time and mean seconds a job, the report's wall time and peak memory (the
@@ -60,7 +61,7 @@ from helixbench.config import build_plan  # noqa: E402
 from helixbench.datasets.fetch import resolve_mirror  # noqa: E402
 from helixbench.datasets.jsonfiles import stored_bytes  # noqa: E402
 from helixbench.scoring import CORRECTNESS_SCORERS, scorers_for  # noqa: E402
-from helixbench.scoring.batch import DEFAULT_BATCH, batch_jobs  # noqa: E402
+from helixbench.scoring.batch import batch_jobs, batch_size  # noqa: E402
 from helixbench.transcripts import read_records  # noqa: E402
 
 BENCHMARKS = ["geneturing", "genehop", "geneturing2025", "bioragent"]
@@ -376,9 +377,9 @@ score_batch(batch["jobs"], batch["scoring"], batch["models"], Path(sys.argv[2]),
 """
 
 
-def score_batches(work: Path, config: dict, plan, cores: int, env: dict, size: int):
+def score_batches(work: Path, config: dict, plan, cores: int, env: dict, size: int | str):
     """Every run scored and summarized as the workflow's ``score_batch`` jobs do (one
-    process a batch of a model's runs, ``size`` at a time, given its runs' jobs as the
+    process a batch of the plan's runs, ``size`` at a time, given its runs' jobs as the
     rule's parameters give them), ``cores`` batches at a time: wall, and the batches'
     seconds a run."""
     rescore = {**env, "HELIXBENCH_RESCORE": "1"}  # (timed afresh, whatever is on disk)
@@ -388,7 +389,7 @@ def score_batches(work: Path, config: dict, plan, cores: int, env: dict, size: i
     folder = work / "logs" / "perf-batches"
     folder.mkdir(parents=True, exist_ok=True)
     commands = []
-    for i, runs in enumerate(plan.score_batches(size).values()):
+    for i, runs in enumerate(plan.score_batches(batch_size(size, len(plan.runs))).values()):
         batch = {"jobs": batch_jobs(plan, runs), "scoring": plan.scoring, "models": models}
         (folder / f"{i}.json").write_text(json.dumps(batch))
         commands.append(
@@ -550,9 +551,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--batch",
-        type=int,
-        default=DEFAULT_BATCH,
-        help="runs a score job scores (config: score_batch)",
+        default="auto",
+        help="runs a score job scores, or auto (config: score_batch)",
     )
     parser.add_argument(
         "--per-run", action="store_true", help="score a run a process (helixbench score), as before"
@@ -598,7 +598,8 @@ def main() -> None:
         if not args.report_only:
             row |= {"built s": round(built), "score+summary wall s": round(summaries_wall)}
             row["s/run scored+summarized"] = round(per_job, 2)
-            row["score jobs"] = "a process a run" if args.per_run else f"batches of {args.batch}"
+            batches = f"batches of {batch_size(args.batch, len(plan.runs))}"
+            row["score jobs"] = "a process a run" if args.per_run else batches
         if args.snakemake:
             row |= snakemake_report(work, config, args.cores, env, ROOT)
         rows.append(row)

@@ -8,6 +8,7 @@ from helixbench.benchmarks import tasks_of
 from helixbench.config import ConfigError, build_plan, resolve_method
 from helixbench.config.plan import run_label
 from helixbench.models import AnswerSource, backend
+from helixbench.scoring.batch import batch_size
 
 SERVER = {"backend": "openai", "model": "x", "base_url": "http://127.0.0.1:8000/v1"}
 LOCAL = {
@@ -62,6 +63,10 @@ def test_score_batches_span_models_and_keep_their_ids_when_runs_are_appended():
     assert list(grown)[:3] == list(batches)[:3] and list(grown)[3] != list(batches)[3]
     other = plan_of(["x", "y", "z", "w", "v"]).score_batches(4)  # same places, other runs
     assert not set(other) & set(batches)
+    # "auto": 25 a job, or more past 1,600 runs, so that a sweep has at most 64 jobs
+    # (Snakemake looks at every waiting job's inputs each time one ends).
+    assert [batch_size("auto", n) for n in (1, 1600, 1601, 10_000)] == [25, 25, 26, 157]
+    assert batch_size(4, 10_000) == 4
 
 
 def test_backends_say_what_they_are():

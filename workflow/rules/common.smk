@@ -53,7 +53,7 @@ from helixbench.tools.executor import ToolSettings
 from helixbench.datasets.upstream import manifest
 from helixbench.retrieval import corpus_files, user_documents
 from helixbench.scoring.background import go_files
-from helixbench.scoring.batch import DEFAULT_BATCH, batch_jobs
+from helixbench.scoring.batch import batch_jobs, batch_size
 from helixbench.scoring.rag_assessment import applies as ragas_applies
 from helixbench.methods.originals import ORIGINALS
 
@@ -392,7 +392,7 @@ def get_seed_files(wildcards):
     return [upstream_path(r.file) for r in get_seed_runs(wildcards)]
 
 
-SCORE_BATCHES = PLAN.score_batches(config.get("score_batch", DEFAULT_BATCH))
+SCORE_BATCHES = PLAN.score_batches(batch_size(config.get("score_batch", "auto"), len(PLAN.runs)))
 BATCH_OF = {run.label: key for key, runs in SCORE_BATCHES.items() for run in runs}
 
 

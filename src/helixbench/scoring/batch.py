@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 from functools import cache
 from pathlib import Path
@@ -24,7 +25,21 @@ from .. import paths
 from ..digests import sha256_json
 
 log = logging.getLogger("helixbench.score")
-DEFAULT_BATCH = 25  # runs a score job scores (config: score_batch)
+# Runs a score job scores (config: score_batch, "auto"): at least MIN_BATCH, and no more
+# than MAX_BATCHES jobs a sweep. Each time a job ends, Snakemake looks at the inputs of
+# every job still waiting (its scheduler's input sizes): a round costs about a
+# millisecond a waiting run's shard, so a sweep's rounds cost jobs x runs. At 10,000
+# runs, 400 jobs of 25 kept Snakemake's own process on 86% of a core.
+MIN_BATCH = 25
+MAX_BATCHES = 64
+
+
+def batch_size(setting: int | str, runs: int) -> int:
+    """Runs a score job scores: the config's ``score_batch`` as it says, or for "auto"
+    :data:`MIN_BATCH`, or as many as keep ``runs`` to :data:`MAX_BATCHES` jobs."""
+    if setting != "auto":
+        return int(setting)
+    return max(MIN_BATCH, math.ceil(runs / MAX_BATCHES))
 
 
 @cache
