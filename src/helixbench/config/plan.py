@@ -284,7 +284,12 @@ class Run:
         return self.backend.threads(self.model_spec)
 
     def spec(self) -> dict:
-        """What a run or score job needs to know, as JSON-able data."""
+        """What a run or score job needs to know, as JSON-able data: one dict, made once
+        (a sweep's Snakemake asks for it several times a run), for reading."""
+        return self._spec
+
+    @cached_property
+    def _spec(self) -> dict:
         return {
             "model": self.model,
             "method": self.method,
@@ -328,6 +333,7 @@ class Plan:
             grouped.setdefault((task.model, task.method), []).append(task)
         self.runs = [Run(tuple(tasks)) for tasks in grouped.values()]
         self._pinned = None
+        self._percentile_tasks = None
         # Snakemake asks for a job's run once per input function: keep lookups O(1).
         self._by_wildcards = {(r.model, r.method): r for r in self.runs}
         self._by_recording = {
@@ -399,7 +405,12 @@ class Plan:
         settings = self.scoring.get("percentile", {})
         if settings.get("candidates") or settings.get("background", "go") != "go":
             return False
-        return any("percentile" in scorers_for(t.task, self.scoring) for t in run.tasks)
+        if self._percentile_tasks is None:  # (asked once a run: each task looked up once)
+            tasks = {t.task for t in self.tasks}
+            self._percentile_tasks = {
+                t for t in tasks if "percentile" in scorers_for(t, self.scoring)
+            }
+        return any(t.task in self._percentile_tasks for t in run.tasks)
 
     def pinned(self, relpath: str) -> UpstreamFile | None:
         """The planned upstream file at ``relpath`` (pinned by the manifest or the config)."""
