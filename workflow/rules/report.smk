@@ -17,6 +17,8 @@ rule report:
         out_dir=lambda wildcards, output: os.path.dirname(
             next(o for o in output if os.path.basename(o) == "index.html")
         ),
+    # (the config on standard input, from the shell's own printf: a sweep's config is
+    # past the 128 KiB one argument of a program may hold)
     shell:
-        "python -m helixbench report --config-json {params.config:q} --out-dir {params.out_dir:q}"
-        " --config-sources {params.sources:q} > {log:q} 2>&1"
+        "printf '%s' {params.config:q} | python -m helixbench report --config-json -"
+        " --out-dir {params.out_dir:q} --config-sources {params.sources:q} > {log:q} 2>&1"

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 WORKFLOW_CONFIG = Path("config/config.yaml")  # what `snakemake` reads, from the clone's root
@@ -47,7 +48,8 @@ def config_and_plan(args):
     from ..errors import ConfigError
 
     if getattr(args, "config_json", None):  # a job's: checked when the workflow started
-        config = json.loads(args.config_json)
+        # ("-": on standard input, as the report rule gives a sweep's config)
+        config = json.loads(sys.stdin.read() if args.config_json == "-" else args.config_json)
         return config, build_plan(config, resolve_mirror(config.get("mirror")))
     config, files = read_configs(args.config)
     try:
