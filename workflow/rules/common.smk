@@ -392,7 +392,9 @@ def get_seed_files(wildcards):
     return [upstream_path(r.file) for r in get_seed_runs(wildcards)]
 
 
-SCORE_BATCHES = PLAN.score_batches(batch_size(config.get("score_batch", "auto"), len(PLAN.runs)))
+SCORE_BATCHES = PLAN.score_batches(
+    batch_size(config.get("score_batch", "auto"), len(PLAN.runs))
+)
 BATCH_OF = {run.label: key for key, runs in SCORE_BATCHES.items() for run in runs}
 
 
