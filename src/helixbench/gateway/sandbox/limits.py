@@ -3,8 +3,10 @@
 - **memory** and **processes**: a cgroup of its own where the user may make one
   (cgroup v2: beside the run job's own, under a parent that hands out the memory and
   pids controllers, as systemd's user manager and a root shell do; cgroup v1: under
-  the job's memory and pids cgroups); else rlimits (address space per process;
-  processes per sandbox, which the kernel counts per user namespace);
+  the job's memory and pids cgroups); else rlimits (writable private memory per
+  process, ``RLIMIT_DATA``: not the address space, which V8's WebAssembly and the JVM
+  reserve by the gigabyte without using it; processes per sandbox, which the kernel
+  counts per user namespace);
 - **CPU seconds**: the sandbox's processes together, watched by its first process
   (and an rlimit per process as a backstop);
 - **open files**: an rlimit per process;
@@ -17,9 +19,9 @@
 
 A cap reached is the question's recorded error, ``agent_limit: <cap>``. The cgroup's
 own counters (an OOM kill, a refused fork) say so exactly; under rlimits the first
-process sees a cap reached when the sandbox is at it (processes, open files, address
-space, a full tmpfs), sampled every :data:`WATCH_S`, and an allocation the address
-space refused, or a file past the open-files cap, in the words of an agent that
+process sees a cap reached when the sandbox is at it (processes, open files, writable
+memory, a full tmpfs), sampled every :data:`WATCH_S`, and an allocation the rlimit
+refused, or a file past the open-files cap, in the words of an agent that
 failed (:data:`SAID`). Processes past their
 cap under rlimits (which the kernel does not count for a user who is root outside)
 are stopped by the first process.
@@ -278,7 +280,7 @@ def held(limits: Limits, box: Cgroups | None) -> dict[str, str]:
     """What holds each cap on this machine, as the report states it."""
     cgroup = box.describe() if box else None
     return {
-        "memory": cgroup or "rlimit (address space, per process)",
+        "memory": cgroup or "rlimit (writable memory, per process)",
         "processes": cgroup or "rlimit (per sandbox)",
         "cpu": "watched (the sandbox's processes together)",
         "open_files": "rlimit (per process)",
@@ -346,8 +348,8 @@ def apply_rlimits(limits: dict, by_cgroup: bool, per_question: bool) -> None:
         cpu = int(limits["cpu_s"]) + 1
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     if not by_cgroup:
-        memory = int(limits["memory_mb"]) * MB
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        memory = int(limits["memory_mb"]) * MB  # (what it writes, not what it reserves)
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
         processes = int(limits["processes"])
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 
@@ -376,7 +378,7 @@ class Watch:
             tasks += int(fields[17])
             self._files(pid)
             if not self.by_cgroup:
-                self._address_space(pid)
+                self._memory(pid)
         self.cpu_s = round(total, 2)
         for path, cap in self.writable.items():
             self._full(path, cap)
@@ -392,11 +394,11 @@ class Watch:
         except OSError:
             pass
 
-    def _address_space(self, pid: str) -> None:
+    def _memory(self, pid: str) -> None:
         for line in (_read(f"/proc/{pid}/status") or "").splitlines():
-            if line.startswith("VmPeak:"):
-                peak_kb = int(line.split()[1])
-                if peak_kb * 1024 >= 0.97 * int(self.limits["memory_mb"]) * MB:
+            if line.startswith("VmData:"):  # what RLIMIT_DATA counts
+                data_kb = int(line.split()[1])
+                if data_kb * 1024 >= 0.97 * int(self.limits["memory_mb"]) * MB:
                     self.reached.add("memory")
 
     def _full(self, path: str, cap: str) -> None:
