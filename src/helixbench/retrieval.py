@@ -190,7 +190,10 @@ def build_index(settings: dict, local_path, out_dir: Path) -> dict:
     for start in range(0, len(chunks), BATCH):
         batch = chunks[start : start + BATCH]
         vectors = model.encode(
-            [c.text for c in batch], normalize_embeddings=True, convert_to_numpy=True
+            [c.text for c in batch],
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         collection.add(
             ids=[c.id for c in batch],

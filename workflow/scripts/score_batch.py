@@ -4,12 +4,11 @@
 import logging
 from pathlib import Path
 
+from helixbench import job_logging
 from helixbench.scoring.batch import score_batch, write_manifest
 
 sm = snakemake  # noqa: F821 (Snakemake's own object in a rule's script)
-logging.basicConfig(
-    filename=sm.log[0], level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
-)
+job_logging.configure(sm.log[0])  # (as a command's: libraries quiet, keys redacted)
 background = sm.input.background or None
 ragas_env = sm.input.ragas_env or None
 done = score_batch(

@@ -30,12 +30,6 @@ report); they are internal, and `helixbench JOB --help` documents each. Guide:
 docs/ (mkdocs serve).
 """
 USER_COMMANDS = ("plan", "status", "compare", "recordings", "cache")
-# Library loggers that say one line per HTTP request or per batch at INFO: a job's
-# log keeps their warnings only.
-QUIET_LOGGERS = (
-    *("httpx", "httpcore", "httpx2", "httpcore2", "urllib3", "openai"),
-    *("chromadb", "sentence_transformers", "transformers", "huggingface_hub"),
-)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -316,15 +310,9 @@ def main(argv: list[str] | None = None) -> None:
     from ..datasets.fetch import pin_mirror_env
 
     pin_mirror_env()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
-    from .. import secrets
+    from .. import job_logging, secrets
 
-    # Keys from the environment never reach a log line (backends register theirs too).
-    secrets.register_env()
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(secrets.RedactingFilter())
+    job_logging.configure()
     from ..datasets.fetch import FetchError
     from ..datasets.snapshots import SnapshotError
     from ..errors import ConfigError, DataError

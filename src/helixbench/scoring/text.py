@@ -185,7 +185,10 @@ class EmbeddingScorer:
         """:meth:`encode` for many texts at once (a percentile background): batched,
         several times faster, and not kept text by text."""
         return self.model().encode(
-            [clean_text(t) for t in texts], normalize_embeddings=True, convert_to_numpy=True
+            [clean_text(t) for t in texts],
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
 
     def vectors(self, texts: list[str]):
@@ -197,7 +200,11 @@ class EmbeddingScorer:
         rows = [self._kept(text) for text in texts]
         for i, text in enumerate(texts):
             if rows[i] is None:
-                rows[i] = self.model().encode([text], normalize_embeddings=True)[0]
+                # (no bar: sentence-transformers draws one an encode where logging is
+                # at INFO, as in a score job, a console line a text)
+                rows[i] = self.model().encode(
+                    [text], normalize_embeddings=True, show_progress_bar=False
+                )[0]
                 self._keep(text, rows[i])
         return np.stack(rows)
 
