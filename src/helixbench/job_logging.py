@@ -2,8 +2,8 @@
 
 Lines at INFO with their time; the libraries that say a line per HTTP request or draw a
 progress bar per batch at INFO (sentence-transformers draws one an encode where its
-logger is at INFO) keep their warnings only, and draw no bars; and no key from the environment reaches a
-line (:mod:`.secrets`).
+logger is at INFO) keep their warnings only, and draw no bars; and no key from the
+environment reaches a line (:mod:`.secrets`).
 """
 
 from __future__ import annotations
