@@ -49,6 +49,7 @@ from helixbench.config.checks import run_problems, scoring_problems
 from helixbench.paths import upstream_path
 from helixbench.tools import SETTINGS_ENV as TOOLS_SETTINGS_ENV
 from helixbench.models import SERVING_ENV
+from helixbench.rechecks import recheck_only_when_held
 from helixbench.tools.executor import ToolSettings
 from helixbench.datasets.upstream import manifest
 from helixbench.retrieval import corpus_files, user_documents
