@@ -58,12 +58,26 @@ UNSHOWN_MODEL_FIELDS = frozenset(
 
 def page_events(events: list) -> list:
     """A record's events as the page shows them (:data:`UNSHOWN_MODEL_FIELDS` out)."""
-    return [
-        {**event, "data": {k: v for k, v in event["data"].items() if k not in UNSHOWN_MODEL_FIELDS}}
-        if event.get("type") == "model" and isinstance(event.get("data"), dict)
-        else event
-        for event in events
+    return [_page_event(event) for event in events]
+
+
+def _page_event(event: dict, repeated: dict | None = None) -> dict:
+    """An event as the run's file holds it: a model call without
+    :data:`UNSHOWN_MODEL_FIELDS`, and with ``repeated`` ({field: the question's text it
+    may repeat}, :data:`REPEATED`) each text that repeats it a flag; any other event as
+    it is."""
+    data = event.get("data")
+    if event.get("type") != "model" or not isinstance(data, dict):
+        return event
+    flags = [
+        field for field, same in (repeated or {}).items() if field in data and data[field] == same
     ]
+    if not flags:
+        shown = {k: v for k, v in data.items() if k not in UNSHOWN_MODEL_FIELDS}
+    else:
+        shown = {k: v for k, v in data.items() if k not in UNSHOWN_MODEL_FIELDS and k not in flags}
+        shown.update((_repeated_flag(field), True) for field in flags)
+    return {**event, "data": shown}
 
 
 def shown_text(value):
@@ -103,42 +117,44 @@ def run_details(
     questions: dict,
     labels: dict[tuple[str, str], str],
 ) -> dict:
-    """The run's entries of the per-question view (a row a question, each with its
-    shared fields) and the prompt headers they cite: :func:`packed` is its file's form.
+    """The run's file's data (:func:`packed`'s form, made in one pass): each question
+    of the per-question view a row of its columns, and the prompt headers they cite.
     ``plan``: the run's own (:func:`helixbench.report.run_share.run_summary.spec_plan`)."""
-    items, headers = [], {}
+    headers: dict = {}
+    columns: dict[str, list] = {"id": [], **{field: [] for field in RUN_FIELDS}}
+    add = {field: column.append for field, column in columns.items()}
     for task in plan.tasks:
         metric = primary_metric(plan, task.task)
         of_task = scores.get((run, task.task, metric), {})
+        graded = metric not in CORRECTNESS_SCORERS
         for record in records[task]:
             question = questions[record["question_id"]]
             score = of_task.get(question.id)
+            kind = labels.get((run, question.id))
             if (run, question.id) in labels:
                 status = "wrong"
-            elif metric not in CORRECTNESS_SCORERS:
+            elif graded:
                 status = "graded"
             else:
                 status = "right" if score is not None and score >= 1 else "wrong"
-            gold = question.gold_text
             if record.get("header") is not None:
                 headers.setdefault(record["header_sha256"], record["header"])
-            items.append(
-                {
-                    "id": question.id,
-                    "task": question.task,
-                    "text": question.text,
-                    "gold": gold,
-                    "answer": shown_text(record["answer"]),
-                    "error": record["error"],
-                    "metric": metric,
-                    "score": score,
-                    "status": status,
-                    "type": labels.get((run, question.id)),
-                    "header": record.get("header_sha256"),
-                    "events": shown_text(page_events(record["events"])),
-                }
-            )
-    return {"run": run, "headers": headers, "questions": items}
+            answer = shown_text(record["answer"])
+            events = record["events"]
+            if len(compact_json(events)) > MAX_TEXT_CHARS:  # (else no text in it to cut)
+                events = shown_text(events)
+            shared = {"text": question.text, "answer": answer}
+            repeated = {field: shared[same] for field, same in REPEATED.items()}
+            add["id"](question.id)
+            add["answer"](answer)
+            add["error"](record["error"])
+            add["metric"](metric)
+            add["score"](score)
+            add["status"](status)
+            add["type"](kind)
+            add["header"](record.get("header_sha256"))
+            add["events"]([_page_event(event, repeated) for event in events])
+    return {"run": run, "headers": headers, "questions": columns}
 
 
 def _repeated_flag(field: str) -> str:
@@ -146,29 +162,18 @@ def _repeated_flag(field: str) -> str:
 
 
 def packed(details: dict) -> dict:
-    """:func:`run_details` as the run's file holds it: the questions' ids and each of
-    :data:`RUN_FIELDS` as a column; the shared fields left to the page; a model call's
-    text that repeats the question's (:data:`REPEATED`) a flag."""
+    """The run's file's data (:func:`run_details` makes it so) from a row a question
+    (:func:`unpacked`'s form): the questions' ids and each of :data:`RUN_FIELDS` as a
+    column; the shared fields left to the page; a model call's text that repeats the
+    question's (:data:`REPEATED`) a flag."""
     rows = details["questions"]
     columns = {"id": [q["id"] for q in rows]}
     columns.update({field: [q[field] for q in rows] for field in RUN_FIELDS if field != "events"})
-    columns["events"] = [_flagged(q) for q in rows]  # (their repeated texts flagged)
+    columns["events"] = [
+        [_page_event(e, {f: q[same] for f, same in REPEATED.items()}) for e in q["events"]]
+        for q in rows
+    ]
     return {"run": details["run"], "headers": details["headers"], "questions": columns}
-
-
-def _flagged(question: dict) -> list:
-    events = []
-    for event in question["events"]:
-        data = event.get("data") if event.get("type") == "model" else None
-        if isinstance(data, dict):
-            data = dict(data)
-            for field, same_as in REPEATED.items():
-                if field in data and data[field] == question[same_as]:
-                    del data[field]
-                    data[_repeated_flag(field)] = True
-            event = {**event, "data": data}
-        events.append(event)
-    return events
 
 
 def unpacked(data: dict, facts: dict) -> dict:

@@ -295,7 +295,7 @@ def summarize_run(
     """Write the run's summary files (module docstring); returns the summary.
     ``shard_records``, ``question_table``, ``score_rows``: as the score job read and
     wrote them (:func:`load_run`)."""
-    from .details import packed, run_details, write_details
+    from .details import run_details, write_details
 
     plan, records, scores, questions = load_run(
         spec,
@@ -346,7 +346,7 @@ def summarize_run(
     out_dir.mkdir(parents=True, exist_ok=True)
     write_parquet(run_scores(plan, scores), out_dir / "scores.parquet", {"run": label})
     details = run_details(label, plan, records, index, questions, labels)
-    write_details(Path(details_path), packed(details))
+    write_details(Path(details_path), details)
     (out_dir / "prompts.json").write_text(json.dumps(prompt_digests(records)) + "\n")
     tmp = out_dir / "summary.json.tmp"
     tmp.write_text(json.dumps(summary, default=_plain) + "\n")
