@@ -69,6 +69,28 @@ def test_score_batches_span_models_and_keep_their_ids_when_runs_are_appended():
     assert batch_size(4, 10_000) == 4
 
 
+def test_a_runs_garbage_is_collected_once_after_it_and_the_collector_restored():
+    """Between a batch's runs the cyclic collector runs once (the run's cycles freed)
+    and is back as it was; within a run it is paused."""
+    import gc
+    import weakref
+
+    from helixbench.scoring.batch import collected_after
+
+    class Node:
+        pass
+
+    assert gc.isenabled()
+    with collected_after():
+        assert not gc.isenabled()
+        node = Node()
+        node.self = node  # a cycle: reference counts alone never free it
+        left = weakref.ref(node)
+        del node
+        assert left() is not None
+    assert left() is None and gc.isenabled()
+
+
 def test_backends_say_what_they_are():
     assert backend("replay").recorded and backend("replay").answers_prompts
     assert not backend("openai").recorded and not backend("openai").published
