@@ -71,11 +71,11 @@ def test_score_batches_span_models_and_keep_their_ids_when_runs_are_appended():
 
 def test_a_runs_garbage_is_collected_once_after_it_and_the_collector_restored():
     """Between a batch's runs the cyclic collector runs once (the run's cycles freed)
-    and is back as it was; within a run it is paused."""
+    and is back as it was; within a run it is paused; a report's runs it rarely."""
     import gc
     import weakref
 
-    from helixbench.scoring.batch import collected_after
+    from helixbench.collector import collected_after, rare_collections
 
     class Node:
         pass
@@ -89,6 +89,10 @@ def test_a_runs_garbage_is_collected_once_after_it_and_the_collector_restored():
         del node
         assert left() is not None
     assert left() is None and gc.isenabled()
+    before = gc.get_threshold()
+    with rare_collections():  # (a report's: the collector on, rarely)
+        assert gc.isenabled() and gc.get_threshold()[0] > 10 * before[0]
+    assert gc.get_threshold() == before
 
 
 def test_backends_say_what_they_are():

@@ -155,13 +155,15 @@ def export(args) -> None:
 
 
 def report(args) -> None:
+    from ..collector import rare_collections
     from ..config import config_hash
     from ..report.build import write_report
     from .commands import config_and_plan
 
     config, plan = config_and_plan(args)
     sources = json.loads(args.config_sources) if args.config_sources else args.config
-    write_report(plan, config, config_hash(config), Path(args.out_dir), sources)
+    with rare_collections():  # (a sweep's report holds millions of objects)
+        write_report(plan, config, config_hash(config), Path(args.out_dir), sources)
     from .. import paths
     from ..report.page.summary import console_summary
 

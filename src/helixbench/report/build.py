@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths
+from ..collector import set_aside
 from ..config.plan import Plan
 from ..datasets.questions import read_questions
 from ..scoring.rag_assessment import SCORES as RAGAS_SCORES
@@ -116,6 +117,7 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     questions = {q.id: q for q in read_questions(Path(paths.QUESTIONS))}
     summaries = read_summaries(plan)
+    set_aside()  # (held to the report's end: no pass of the collector goes over them)
     facts = {  # each task's facts of its records (run_summary.task_facts)
         (f["benchmark"], f["task"], label): f
         for label, summary in summaries.items()

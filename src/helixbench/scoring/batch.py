@@ -13,17 +13,16 @@ resumes where it stopped. ``HELIXBENCH_RESCORE=1`` scores every run again.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import logging
 import math
 import os
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
 from .. import paths
+from ..collector import collected_after
 from ..digests import sha256_json
 
 log = logging.getLogger("helixbench.score")
@@ -166,24 +165,6 @@ def score_batch(
         named = "; ".join(f"{label}: {error}" for label, error in failed.items())
         raise SystemExit(f"score: {len(failed)} of {len(jobs)} runs failed ({named})")
     return done
-
-
-@contextmanager
-def collected_after():
-    """Python's cyclic garbage collector paused while a run is scored, then run once on
-    what the run left, and what outlives it (the imports, the question table, the
-    batch's kept verdicts) set aside from later collections (``gc.freeze``). Its passes
-    over a run's records and tables, and over all that came before, took about an
-    eighth of a run's time (346 against 301 ms a run of the whole question bank)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.collect()
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def score_and_summarize(
