@@ -72,11 +72,8 @@ def _page_event(event: dict, repeated: dict | None = None) -> dict:
     flags = [
         field for field, same in (repeated or {}).items() if field in data and data[field] == same
     ]
-    if not flags:
-        shown = {k: v for k, v in data.items() if k not in UNSHOWN_MODEL_FIELDS}
-    else:
-        shown = {k: v for k, v in data.items() if k not in UNSHOWN_MODEL_FIELDS and k not in flags}
-        shown.update((_repeated_flag(field), True) for field in flags)
+    shown = {k: v for k, v in data.items() if k not in UNSHOWN_MODEL_FIELDS and k not in flags}
+    shown.update((_repeated_flag(field), True) for field in flags)
     return {**event, "data": shown}
 
 
@@ -140,9 +137,7 @@ def run_details(
             if record.get("header") is not None:
                 headers.setdefault(record["header_sha256"], record["header"])
             answer = shown_text(record["answer"])
-            events = record["events"]
-            if len(compact_json(events)) > MAX_TEXT_CHARS:  # (else no text in it to cut)
-                events = shown_text(events)
+            events = shown_text(record["events"])
             shared = {"text": question.text, "answer": answer}
             repeated = {field: shared[same] for field, same in REPEATED.items()}
             add["id"](question.id)
@@ -169,11 +164,13 @@ def packed(details: dict) -> dict:
     rows = details["questions"]
     columns = {"id": [q["id"] for q in rows]}
     columns.update({field: [q[field] for q in rows] for field in RUN_FIELDS if field != "events"})
-    columns["events"] = [
-        [_page_event(e, {f: q[same] for f, same in REPEATED.items()}) for e in q["events"]]
-        for q in rows
-    ]
+    columns["events"] = [_repeats_flagged(q) for q in rows]
     return {"run": details["run"], "headers": details["headers"], "questions": columns}
+
+
+def _repeats_flagged(question: dict) -> list:
+    repeated = {field: question[same] for field, same in REPEATED.items()}
+    return [_page_event(event, repeated) for event in question["events"]]
 
 
 def unpacked(data: dict, facts: dict) -> dict:
