@@ -13,7 +13,7 @@ import pandas as pd
 from ..benchmarks import bank
 from ..config.plan import Plan
 from ..errors import ConfigError
-from .run_share.run_summary import read_summary, table
+from .run_share.run_summary import read_summary, stacked
 from .tables.operations import COST_COLUMNS
 from .tables.paper import published
 from .tables.scores import POOLED, SCORE_COLUMNS, _recording, _scored_tasks
@@ -23,10 +23,11 @@ BANK = tuple(bank())
 
 
 # A run's largest tables (the bulk of its summary), joined as the summaries are read,
-# JOIN_EVERY runs at a time: the report holds these frames, not every run's JSON (as
-# Python objects a summary takes eight times its file: half a gigabyte a thousand runs).
+# JOIN_EVERY runs at a time into a frame: the report holds these frames, not every
+# run's JSON (as Python objects a summary takes eight times its file: half a gigabyte a
+# thousand runs).
 JOINED = ("scores", "errors", "taxonomy", "question_bank")
-JOIN_EVERY = 500
+JOIN_EVERY = 100
 
 
 class Summaries(dict):
@@ -50,9 +51,9 @@ def read_summaries(plan: Plan) -> Summaries:
     chunks: dict[str, list] = {name: [] for name in JOINED}
 
     def join() -> None:
-        for name, frames in pending.items():
-            chunks[name].append(pd.concat(frames, ignore_index=True))
-            frames.clear()
+        for name, tables in pending.items():
+            chunks[name].append(stacked(tables))
+            tables.clear()
 
     shared: dict = {}
     for run in plan.runs:
@@ -63,7 +64,7 @@ def read_summaries(plan: Plan) -> Summaries:
             )
         summary = read_summary(path)
         for name in JOINED:
-            pending[name].append(table(summary.pop(name)))  # (its texts in Arrow's buffers)
+            pending[name].append(summary.pop(name))
         summary["tasks"] = [
             {k: _shared(v, shared) for k, v in fact.items()} for fact in summary["tasks"]
         ]
@@ -178,8 +179,7 @@ def _joined(plan: Plan, summaries: Summaries, name: str) -> pd.DataFrame | None:
     """Every run's rows of one of their summaries' tables, in the plan's order of runs."""
     if name in summaries.joined:
         return summaries.joined[name]
-    parts = [table(summaries[run.label][name]) for run in plan.runs]
-    return pd.concat(parts, ignore_index=True) if parts else None
+    return stacked([summaries[run.label][name] for run in plan.runs])
 
 
 def joined_scores(plan: Plan, summaries: Summaries) -> pd.DataFrame:
@@ -243,9 +243,11 @@ def joined_cost(plan: Plan, summaries: dict[str, dict], prices: dict) -> pd.Data
     rows, columns = [], COST_COLUMNS
     for run in plan.runs:
         summary = summaries[run.label]
-        of_run = table(summary["cost"])
-        columns = list(of_run.columns)
-        for row in of_run.to_dict("records"):
+        # (its rows as they are, not a frame a run: the table's columns are inferred
+        # once, from every run's values, as a frame a run and its records would give)
+        columns = summary["cost"]["columns"]
+        for values in summary["cost"]["rows"]:
+            row = dict(zip(columns, values, strict=True))
             price = prices.get(row["model"])
             fresh = summary["fresh_tokens"]
             cost = (
@@ -271,9 +273,6 @@ def joined_bank(plan: Plan, summaries: Summaries) -> tuple[pd.DataFrame, pd.Data
     bank = pd.DataFrame(columns=BANK_COLUMNS) if bank is None else bank
     order = {b: i for i, b in enumerate(BANK)}
     bank = bank.sort_values("benchmark", key=lambda s: s.map(order), kind="stable")
-    board = pd.concat(
-        [table(summaries[r.label]["question_bank_leaderboard"]) for r in plan.runs]
-        or [pd.DataFrame(columns=BANK_LEADERBOARD_COLUMNS)],
-        ignore_index=True,
-    )
+    board = stacked([summaries[r.label]["question_bank_leaderboard"] for r in plan.runs])
+    board = pd.DataFrame(columns=BANK_LEADERBOARD_COLUMNS) if board is None else board
     return bank.reset_index(drop=True)[BANK_COLUMNS], rank_bank(board)

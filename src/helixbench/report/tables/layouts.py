@@ -102,12 +102,15 @@ def ablation_table(plan: Plan, summary: pd.DataFrame) -> pd.DataFrame:
     masks = {r.label: r.first.method_spec.get("mask") for r in plan.runs}
     sel = summary[(summary.benchmark == "geneturing") & (summary.task != "macro")]
     rows = []
-    for model in dict.fromkeys(r.model for r in plan.runs):
-        full = [r.label for r in plan.runs if r.model == model and masks[r.label] == FULL]
+    runs_of: dict[str, list] = {}  # (a model's runs, found once: a sweep has thousands)
+    for run in plan.runs:
+        runs_of.setdefault(run.model, []).append(run)
+    for model, runs in runs_of.items():
+        full = [r.label for r in runs if masks[r.label] == FULL]
         if not full:
             continue
-        for run in plan.runs:
-            if run.model != model or masks[run.label] in (None, FULL):
+        for run in runs:
+            if masks[run.label] in (None, FULL):
                 continue
             for task in tasks_of("geneturing"):
                 metric = primary_metric(plan, task)
