@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import os
 import subprocess
 import sys
@@ -121,9 +122,9 @@ def main() -> None:
             check=True,
         )
         total = time.perf_counter() - started
-        with open(workdir / "results" / "report" / "errors.csv") as fh:
+        with gzip.open(workdir / "results" / "report" / "errors.csv.gz", "rt") as fh:
             errors = list(csv.DictReader(fh))
-        with open(workdir / "results" / "report" / "scores.csv") as fh:
+        with gzip.open(workdir / "results" / "report" / "scores.csv.gz", "rt") as fh:
             macro = [r for r in csv.DictReader(fh) if r["task"] == "macro"]
         received = list(server.state.received)
     eutils = [r for r in received if r.path.startswith("/entrez/")]

@@ -22,7 +22,7 @@ parallel; --per-run: a process a run, as `helixbench score --summary`), and the 
 rule (`helixbench report`). Printed per N: the score
 jobs' wall time and mean seconds a job, the report's wall time and peak memory (the
 rule alone: the join), the report's size (index.html, the per-run question files,
-comparisons.csv, question_scores.parquet) against the records' and the index's load
+comparisons.csv.gz, question_scores.parquet) against the records' and the index's load
 in headless Chromium (the page's own clock at ready, and the whole `chromium
 --dump-dom` process). With --snakemake, also the report through Snakemake: the whole
 `snakemake` command that ends a sweep, Snakemake's own start and bookkeeping included,
@@ -39,6 +39,7 @@ With --base DIR (a checkout of an earlier helixbench, e.g. `git worktree add /tm
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -490,7 +491,7 @@ def snakemake_report(work: Path, config: dict, cores: int, env: dict, root: Path
 
 
 def report_row(
-    code: str, n: int, config: dict, work: Path, out: Path, env: dict, records: int
+    code: str, n: int, config: dict, plan, work: Path, out: Path, env: dict, records: int
 ) -> dict:
     """The report command of ``env``'s code on the sweep: its figures."""
     command = [sys.executable, "-m", "helixbench", "report", "--config-json", json.dumps(config)]
@@ -505,11 +506,13 @@ def report_row(
         "report s": round(wall, 1),
         "peak GB": round(peak, 2),
         "index.html MB": round(size(out / "index.html") / 1e6, 2),
-        "runs/ MB": round(size(out / "runs") / 1e6),
+        "runs/ MB": round(size(out / "runs") / 1e6),  # (an earlier helixbench's copies)
         "report MB (without runs/)": round((size(out) - size(out / "runs")) / 1e6, 1),
+        # (the page reads them where the score jobs wrote them: not the report's)
+        "question files MB": round(sum(size(work / r.details_path) for r in plan.runs) / 1e6),
         "records MB": round(records / 1e6),
         "report / records %": round(100 * size(out) / records, 1),
-        "comparisons rows": sum(1 for _ in open(out / "comparisons.csv")) - 1,
+        "comparisons rows": sum(1 for _ in gzip.open(out / "comparisons.csv.gz")) - 1,
         "parquet MB": round(size(out / "question_scores.parquet") / 1e6, 1),
         "ready ms": ready_ms,
         "dump-dom s": round(dump_s, 1),
@@ -593,7 +596,7 @@ def main() -> None:
                 flush=True,
             )
             continue
-        row = report_row("this", n, config, work, work / paths.REPORT_DIR, env, records)
+        row = report_row("this", n, config, plan, work, work / paths.REPORT_DIR, env, records)
         row["questions/run"] = len(read_records(work / plan.runs[0].shard_paths()[0]))
         if not args.report_only:
             row |= {"built s": round(built), "score+summary wall s": round(summaries_wall)}
@@ -607,7 +610,7 @@ def main() -> None:
         if args.base and n <= args.base_max:
             base_env = {**os.environ, "PYTHONPATH": str(args.base / "src")}
             out = work / "results" / "report-base"
-            rows.append(report_row("base", n, config, work, out, base_env, records))
+            rows.append(report_row("base", n, config, plan, work, out, base_env, records))
             if args.snakemake:
                 rows[-1] |= snakemake_report(work, config, args.cores, base_env, args.base)
             print(json.dumps(rows[-1]), flush=True)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import json
 import math
 import os
@@ -134,7 +135,7 @@ def run_helixbench(args, mirror: Path) -> dict:
             wall = time.perf_counter() - started
             if done.returncode != 0:
                 sys.exit((done.stdout + done.stderr)[-4000:])
-            errors = list(csv.DictReader(open(work / "results/report/errors.csv")))
+            errors = list(csv.DictReader(gzip.open(work / "results/report/errors.csv.gz", "rt")))
             questions = sum(int(r["questions"]) for r in errors)
             ncbi_calls = len(ncbi.state.received)
             ncbi_429 = sum(r.status == 429 for r in ncbi.state.received)

@@ -111,7 +111,7 @@ def test_every_new_task_runs_is_scored_and_reported(mirror, tmp_path, every_ques
         "gene_disease_association",
     }
     assert all(s["answered_as"].startswith("geneturing.") for s in shared)
-    layout = read_csv(report / "question_bank.csv")
+    layout = read_csv(report / "question_bank.csv.gz")
     metrics = {(r["benchmark"], r["task"]): r["metric"] for r in layout}
     assert metrics["geneturing2025", "Amino acid translation"] == "sequence_exact"
     assert metrics["geneturing2025", "TF regulation"] == "tf_label"

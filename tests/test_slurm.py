@@ -40,7 +40,7 @@ def results(workdir: Path) -> dict:
         out[str(path.relative_to(workdir))] = [without_timings(r) for r in read_records(path)]
     for path in sorted((workdir / "results" / "scores").rglob("*.jsonl.zst")):
         out[str(path.relative_to(workdir))] = read_text(path)
-    out["scores.csv"] = (workdir / "results" / "report" / "scores.csv").read_text()
+    out["scores.csv.gz"] = read_text(workdir / "results" / "report" / "scores.csv.gz")
     return out
 
 
@@ -87,6 +87,6 @@ def test_slurm_run_equals_local_run(mirror, tmp_path):
     assert 3 + 1 <= len(submitted) <= 3 + 4, submitted
     assert all(j.endswith("COMPLETED") for j in submitted), submitted
     assert results(tmp_path / "slurm") == results(tmp_path / "local")
-    scores = (tmp_path / "slurm" / "results" / "report" / "scores.csv").read_text()
+    scores = read_text(tmp_path / "slurm" / "results" / "report" / "scores.csv.gz")
     assert "Gene alias" in scores and "SNP location" in scores
     json.loads((tmp_path / "slurm" / "results" / "report" / "provenance.json").read_text())

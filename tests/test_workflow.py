@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
 import yaml
@@ -98,8 +99,7 @@ def test_default_workflow_reproduces_the_paper(mirror, paper_run):
     tmp_path, config = paper_run, paper_config()
     report = tmp_path / "results" / "report"
 
-    with open(report / "scores.csv") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = read_csv(report / "scores.csv.gz")
     assert list(rows[0]) == [
         "benchmark",
         "task",
@@ -160,15 +160,15 @@ def test_default_workflow_reproduces_the_paper(mirror, paper_run):
 
 
 def read_csv(path: Path) -> list[dict]:
-    with open(path) as fh:
-        return list(csv.DictReader(fh))
+    """A report's table, a long one's gzip inflated (paths.LONG_TABLES)."""
+    return list(csv.DictReader(io.StringIO(read_text(path))))
 
 
 @pytest.mark.workflow
 @PAPER_RUN
 def test_report_sections_from_the_replayed_runs(paper_run):
     report = paper_run / "results" / "report"
-    scores = {(r["method"], r["task"], r["metric"]): r for r in read_csv(report / "scores.csv")}
+    scores = {(r["method"], r["task"], r["metric"]): r for r in read_csv(report / "scores.csv.gz")}
 
     # Strict beside upstream: no half credit for the right chromosome, but any list
     # separator; and GeneHop's hand-judged task scored by ROUGE and embeddings.
@@ -181,7 +181,7 @@ def test_report_sections_from_the_replayed_runs(paper_run):
         row = scores[("genegpt-101110", "SNP gene function", metric)]
         assert row["n"] == "50" and 0 < float(row["score"]) < 1
 
-    pairs = read_csv(report / "comparisons.csv")
+    pairs = read_csv(report / "comparisons.csv.gz")
     slim_full = {
         r["task"]: r
         for r in pairs
@@ -192,7 +192,7 @@ def test_report_sections_from_the_replayed_runs(paper_run):
     assert float(coding["difference"]) == pytest.approx(0.24) and float(coding["p_value"]) < 0.01
     assert float(slim_full["Gene name conversion"]["p_value"]) == 1.0  # identical scores
 
-    taxonomy = {(r["method"], r["task"]): r for r in read_csv(report / "taxonomy.csv")}
+    taxonomy = {(r["method"], r["task"]): r for r in read_csv(report / "taxonomy.csv.gz")}
     alias = taxonomy[("genegpt-slim", "Gene alias")]
     kinds = ("E1", "E2", "E3", "E4", "O")
     assert int(alias["wrong"]) == 8 == sum(int(alias[k]) for k in kinds)  # 0.84 of 50
@@ -236,7 +236,7 @@ def test_published_systems_on_one_leaderboard(mirror, tmp_path):
     html = (report / "index.html").read_text()
     assert 'id="imported-table"' in html and "imported: openbiollm/pre_qwen32b" in html
     # Imported transcripts enter the error taxonomy like our own runs.
-    taxonomy = read_csv(report / "taxonomy.csv")
+    taxonomy = read_csv(report / "taxonomy.csv.gz")
     assert {"qwen2.5-32b-full", "gpt-4.1-tools"} <= {r["model"] for r in taxonomy}
     formatting = sum(int(r["F"]) for r in taxonomy if r["model"] == "qwen2.5-32b-full")
     assert formatting == int(qwen["badly_formatted"])  # typed F, not E1-E4
@@ -272,7 +272,7 @@ def test_statistics_are_those_of_one_draw_per_interval_and_test(paper_run):
 
     report = paper_run / "results" / "report"
     frame = read_question_scores([report / "question_scores.parquet"])
-    summary = pd.read_csv(report / "scores.csv")
+    summary = pd.read_csv(report / "scores.csv.gz")
     checked = 0
     for row in summary.itertuples():
         metric, demos = row.metric.removesuffix("_excl_demos"), row.metric.endswith("_demos")
@@ -295,7 +295,7 @@ def test_statistics_are_those_of_one_draw_per_interval_and_test(paper_run):
         assert row.ci_low < row.ci_high, row
         checked += 1
     assert checked == len(summary) > 100
-    comparisons = pd.read_csv(report / "comparisons.csv")
+    comparisons = pd.read_csv(report / "comparisons.csv.gz")
     for row in comparisons.itertuples():
         a, b = (
             frame[(frame.run == r) & (frame.task == row.task) & (frame.metric == row.metric)]
@@ -319,19 +319,25 @@ def test_statistics_are_those_of_one_draw_per_interval_and_test(paper_run):
 def test_each_runs_questions_load_on_demand_from_a_file_of_its_own(
     mirror, paper_run, tmp_path, monkeypatch
 ):
-    """Past the size the page loads at once, a run's questions come from runs/ when
-    the reader picks the run (here by the link's #run=), from file://, no server."""
+    """Past the size the page loads at once, a run's questions come from the file its
+    score job wrote (results/summaries, not copied into the report) when the reader picks
+    the run (here by the link's #run=), from file://, no server, whether the page is
+    opened through results/report or where that link points."""
     from helixbench.report import build as report
 
-    runs = paper_run / "results" / "report" / "runs" / "codex"
-    assert sorted(p.name for p in runs.iterdir()) == [
-        "genegpt-101110.js", "genegpt-full.js", "genegpt-slim.js"
-    ]  # fmt: skip
+    report_dir = paper_run / "results" / "report"
+    html = (report_dir / "index.html").read_text()
+    links = dict(re.findall(r'value="([^"]+)" data-file="([^"]+)"', html))
+    # (a browser resolves "../" in the link, not the folder results/report links to)
+    slim = Path(os.path.normpath(report_dir / unquote(links["codex / genegpt-slim"])))
+    (run,) = [r for r in build_plan(paper_config(), mirror).runs if r.method == "genegpt-slim"]
+    assert slim == paper_run / run.details_path
+    assert not (report_dir / "runs").exists()  # (a gigabyte at 10,000 runs: read in place)
     from helixbench.report.run_share.details import read_details
 
-    text = (runs / "genegpt-slim.js").read_text()
+    text = slim.read_text()
     assert text.startswith('helixbenchRun("') and text.endswith('","codex / genegpt-slim");\n')
-    data = read_details(runs / "genegpt-slim.js")  # (gzip in base64: a fifth of the JSON)
+    data = read_details(slim)  # (gzip in base64: a fifth of the JSON)
     plain = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
     assert len(text) < len(plain) / 3
     assert data["run"] == "codex / genegpt-slim" and len(data["questions"]["id"]) == 450
@@ -347,21 +353,23 @@ def test_each_runs_questions_load_on_demand_from_a_file_of_its_own(
     monkeypatch.chdir(paper_run)
     monkeypatch.setattr(report, "AUTOLOAD_QUESTIONS", 10)
     report.write_report(plan, config, "0" * 64, out)
-    # write_report placed the runs' page files beside it, as the report rule does.
-    assert sorted(p.name for p in (out / "runs" / "codex").iterdir()) == sorted(
-        p.name for p in runs.iterdir()
-    )
     page = out / "index.html"
     dom, console = chromium.dump_dom(page, tmp_path / "profile")
     assert 'data-ready="1"' in dom and "0 of 0 questions shown (choose a run)" in dom, console[
         -2000:
     ]
-    url = page.resolve().as_uri() + "#run=" + quote("codex / genegpt-full")
-    dom, console = chromium.dump_dom(url, tmp_path / "profile")
-    assert "450 of 450 questions shown" in dom
-    assert "geneturing.gene-alias.000" in dom and "codex / genegpt-full" in dom, console[-2000:]
-    assert "codex / genegpt-slim ·" not in dom  # only the run asked for
-    assert '<pre id="js-errors" class="err"></pre>' in dom
+    # Opened as results/report-large/index.html, and one folder deeper, as a config's
+    # report is kept (results/reports/<config>/, which results/report links to).
+    deeper = paper_run / "results" / "reports" / "large"
+    shutil.copytree(out, deeper)
+    for opened in (page, deeper / "index.html"):
+        url = opened.as_uri() + "#run=" + quote("codex / genegpt-full")
+        dom, console = chromium.dump_dom(url, tmp_path / "profile")
+        assert "450 of 450 questions shown" in dom, (opened, console[-2000:])
+        assert "geneturing.gene-alias.000" in dom and "codex / genegpt-full" in dom
+        assert "codex / genegpt-slim ·" not in dom  # only the run asked for
+        assert '<pre id="js-errors" class="err"></pre>' in dom
+    shutil.rmtree(deeper)
 
 
 @pytest.mark.workflow
@@ -539,9 +547,9 @@ def test_gene_sets_through_the_workflow(mirror, tmp_path):
     # validation shows both that the check can fail and that nothing else fails.)
     broken = tmp_path / "broken"
     shutil.copytree(report, broken)
-    (broken / "scores.csv").unlink()
+    (broken / "scores.csv.gz").unlink()
     passed, issues = validate_crate(broken, tmp_path / "validator")
-    assert not passed and issues and all("'scores.csv'" in issue for issue in issues), issues
+    assert not passed and issues and all("'scores.csv.gz'" in issue for issue in issues), issues
     rows = {r["run"]: r for r in read_csv(report / "genesets.csv")}
     agent = rows["llm / geneagent"]
     assert (agent["sets"], agent["claims"], agent["supported"]) == ("1", "1", "1")
@@ -553,7 +561,8 @@ def test_gene_sets_through_the_workflow(mirror, tmp_path):
     assert 'id="genesets"' in (report / "index.html").read_text()
     from helixbench.report.run_share.details import read_details
 
-    claims = json.dumps(read_details(report / "runs" / "llm" / "geneagent.js"))  # its questions
+    (details,) = (tmp_path / "results" / "summaries" / "llm" / "geneagent").glob("*/details.js")
+    claims = json.dumps(read_details(details))  # its questions
     assert "ERBB2, KRAS and HRAS take part in MAPK signaling" in claims
     assert "## Gene sets (GeneAgent)" in (report / "report.md").read_text()
 
@@ -594,13 +603,15 @@ def test_offline_tools_from_the_seeded_cache_and_a_live_snapshot(mirror, tmp_pat
     with open(report / "replay.csv") as fh:
         replay = list(csv.DictReader(fh))
     assert sum(int(r["hits"]) for r in replay) == 1354 and all(r["misses"] == "0" for r in replay)
-    with open(report / "errors.csv") as fh:
-        errors = list(csv.DictReader(fh))
+    errors = read_csv(report / "errors.csv.gz")
     assert {r["tools"] for r in errors} == {"offline"}
     assert sum(int(r["tool_hit"]) for r in errors) == 903  # every call Codex made, but one
     assert sum(int(r["tool_offline"]) for r in errors) == 1  # after the length refusal
-    with open(report / "scores.csv") as fh:
-        macro = [r for r in csv.DictReader(fh) if r["task"] == "macro" and r["metric"] == "genegpt"]
+    macro = [
+        r
+        for r in read_csv(report / "scores.csv.gz")
+        if r["task"] == "macro" and r["metric"] == "genegpt"
+    ]
     assert macro[0]["score"] == "0.829037"
     (marker,) = (tmp_path / Path(paths.TOOL_CACHE_SEED).parent.parent).glob("genegpt-2023/*.json")
     seed = json.loads(marker.read_text())
@@ -832,8 +843,8 @@ def test_report_score_and_run_jobs_work_in_their_conda_environments(mirror, pape
     args = ["report", "--config-json", json.dumps(config), "--out-dir", str(out)]
     done = helixbench_in_env("report", args, cwd=paper_run)
     assert done.returncode == 0, done.stderr[-3000:]
-    for name in ("scores.csv", "leaderboard.csv", "question_scores.csv"):
-        assert (out / name).read_text() == (report / name).read_text(), name
+    for name in ("scores.csv.gz", "leaderboard.csv", "question_scores.csv"):
+        assert (out / name).read_bytes() == (report / name).read_bytes(), name
     assert (out / "question_scores.parquet").read_bytes() == (
         report / "question_scores.parquet"
     ).read_bytes()
@@ -874,7 +885,6 @@ def test_the_reports_ro_crate_states_what_produced_it(mirror, paper_run):
     # Every file under results/report/: the report's own, its runs' pages and exports.
     every = {p.relative_to(report).as_posix() for p in report.rglob("*") if p.is_file()}
     assert set(local) == every - {"ro-crate-metadata.json"}
-    assert any(name.startswith("runs/") for name in local)
     assert any(name.startswith("exports/") for name in local)
     assert not any(".snakemake_timestamp" in name for name in every)
     for name in local:
@@ -969,7 +979,7 @@ def test_every_eval_ever_export_passes_its_own_validator(paper_run, eee_command)
         )
     slim = next(f for f in files if "genegpt-slim" in str(f) and f.suffix == ".json")
     aggregate = json.loads(slim.read_text())
-    scores = read_csv(paper_run / "results" / "report" / "scores.csv")
+    scores = read_csv(paper_run / "results" / "report" / "scores.csv.gz")
     macro = next(
         r for r in scores
         if (r["method"], r["task"], r["metric"]) == ("genegpt-slim", "macro", "extracted")
@@ -1051,7 +1061,7 @@ def test_inspect_export_is_read_back_by_inspect_and_served_by_inspect_view(
     assert back["status"] == "success" and back["samples"] == 100  # GeneHop's 2 tasks
     assert back["roles"][:3] == ["user", "assistant", "tool"] and back["calls"] >= 1
     assert back["scores"] == ["extracted", "genegpt", "strict"]
-    scores = read_csv(paper_run / "results" / "report" / "scores.csv")
+    scores = read_csv(paper_run / "results" / "report" / "scores.csv.gz")
     tasks = [r for r in scores if r["method"] == "genegpt-101110" and r["metric"] == "extracted"]
     macro = next(float(r["score"]) for r in tasks if r["task"] == "macro")
     assert back["means"]["extracted"] == pytest.approx(macro)  # both tasks have 50 questions

@@ -66,8 +66,8 @@ RUN_FINGERPRINT = RUN_SUMMARY_DIR + "/fingerprint"
 # Snakemake redoes the summaries an older helixbench wrote.
 RUN_SUMMARY_VERSION = 8
 
-# A run's questions and transcripts for the HTML report (index.html loads the copy
-# the report puts in its runs/ folder).
+# A run's questions and transcripts for the HTML report (index.html loads it from
+# here, ../summaries/... from results/report: the report does not copy it).
 RUN_DETAILS = RUN_SUMMARY_DIR + "/details.js"
 # A batch of runs scored in one process (the plan's runs, ``score_batch`` at a time):
 # its record of each run's fingerprint, the score job's one declared output (the runs'
@@ -84,9 +84,9 @@ RUN_EXPORTS = "results/exports/{model}/{method}/{variant}"
 # every config's own (REPORTS_DIR/<config key>), so that switching configs reruns nothing.
 REPORT_DIR = "results/report"
 REPORTS_DIR = "results/reports"
-# The report's own copies of its runs' files: exactly the runs of the config it was
-# built from (report/details.py, place_run_files).
-REPORT_RUNS_DIR = REPORT_DIR + "/runs"
+# The report's own copies of its runs' exports: exactly the runs of the config it was
+# built from (report/details.py, place_exports). Its runs' question files it reads
+# where their score jobs wrote them (RUN_DETAILS).
 REPORT_EXPORTS_DIR = REPORT_DIR + "/exports"
 
 
@@ -100,12 +100,24 @@ class ReportFile:
     category: str | None = None
 
 
+# The report's tables that grow with runs x tasks (a row per run, task and metric, or
+# per pair of runs tested), gzip-compressed: at 10,000 runs of the question bank they
+# were 480 MB of CSV, more than the rest of the report. pandas, DuckDB, R and zcat read
+# them as they are.
+LONG_TABLES = frozenset({"scores", "comparisons", "errors", "question_bank", "taxonomy"})
+
+
+def table_file(name: str) -> str:
+    """The report's file of table ``name``: ``<name>.csv``, or ``.csv.gz`` for a long one."""
+    return f"{name}.csv.gz" if name in LONG_TABLES else f"{name}.csv"
+
+
 # Every file of results/report/: the report rule's outputs and what the writer writes.
 REPORT = (
     ReportFile("report.md", "report", "Report"),
-    ReportFile("scores.csv", "scores", "Scores"),
+    ReportFile("scores.csv.gz", "scores", "Scores"),
     ReportFile("replay.csv", "replay", "Replay"),
-    ReportFile("errors.csv"),
+    ReportFile("errors.csv.gz"),
     ReportFile("cost.csv", "cost", "Cost"),
     ReportFile("agents.csv"),
     ReportFile("table2.md", "table2", "Scores"),
@@ -125,21 +137,21 @@ REPORT = (
     ReportFile("config.json"),
     ReportFile("ro-crate-metadata.json"),
     # The page, and its copy with every run inside for Snakemake's own report (which
-    # embeds a page without the runs/ folder beside it; report/details.py).
+    # embeds a page without results/summaries beside it; report/details.py).
     ReportFile("index.html"),
     ReportFile("index-bundled.html", "index", "Report"),
     ReportFile("headline.csv", "headline", "Scores"),
     ReportFile("leaderboard.csv", "leaderboard", "Scores"),
     ReportFile("genesets_leaderboard.csv", "genesets_leaderboard", "Scores"),
     ReportFile("imports.csv", "imports", "Scores"),
-    ReportFile("comparisons.csv", "comparisons", "Scores"),
+    ReportFile("comparisons.csv.gz", "comparisons", "Scores"),
     ReportFile("protocols.csv", "protocols", "Scores"),
     ReportFile("protocol_tests.csv", "protocol_tests", "Scores"),
-    ReportFile("question_bank.csv", "question_bank", "Scores"),
+    ReportFile("question_bank.csv.gz", "question_bank", "Scores"),
     ReportFile("question_bank_leaderboard.csv", "question_bank_leaderboard", "Scores"),
     ReportFile("overlap.csv", "overlap", "Scores"),
     ReportFile("overlap_golds.csv", "overlap_golds", "Scores"),
-    ReportFile("taxonomy.csv", "taxonomy", "Errors"),
+    ReportFile("taxonomy.csv.gz", "taxonomy", "Errors"),
     ReportFile("ablation.csv", "ablation", "Scores"),
     ReportFile("leaderboard.png", "leaderboard", "Figures"),
     ReportFile("leaderboard.svg"),

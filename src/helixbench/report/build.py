@@ -84,6 +84,8 @@ from .text import fmt
 AUTOLOAD_QUESTIONS = 5000
 # Pairs of the headline shown on the page per benchmark (all in headline.csv).
 HEADLINE_SHOWN = 12
+# How the long tables (paths.LONG_TABLES) are written: gzip, no time in its header.
+GZIP = {"method": "gzip", "compresslevel": 6, "mtime": 0}
 
 
 def write_report(
@@ -109,7 +111,7 @@ def write_report(
         details_link,
         inline_run_scripts,
         packed_text,
-        place_run_files,
+        place_exports,
         question_facts,
     )
 
@@ -125,7 +127,7 @@ def write_report(
     }
     facts = {task: facts[(task.benchmark, task.task, task.label)] for task in plan.tasks}
     report_options = config.get("report", {})
-    place_run_files(plan, out_dir, bool(report_options.get("exports")))
+    place_exports(plan.runs if report_options.get("exports") else [], out_dir)
     store = store_scores(
         plan, config_digest, out_dir, csv=report_options.get("question_scores_csv", False)
     )
@@ -184,7 +186,8 @@ def write_report(
     }
     csv_tables["judge_agreement"], csv_tables["judge_disagreements"] = jury_tables(plan, summaries)
     for name, table in csv_tables.items():
-        table.to_csv(out_dir / f"{name}.csv", index=False)
+        compression = GZIP if name in paths.LONG_TABLES else None
+        table.to_csv(out_dir / paths.table_file(name), index=False, compression=compression)
     replay, errors, costs = csv_tables["replay"], csv_tables["errors"], csv_tables["cost"]
     comparisons, tests = csv_tables["comparisons"], csv_tables["protocol_tests"]
     ablation, genesets = csv_tables["ablation"], csv_tables["genesets"]
@@ -271,7 +274,7 @@ def write_report(
     runs = [
         {
             "label": run.label,
-            "file": details_link(run.model, run.method),
+            "file": details_link(run),
             "questions": sum(facts[t]["questions"] for t in run.tasks),
         }
         for run in plan.runs
@@ -303,13 +306,13 @@ def write_report(
         "imports": html_table(imports, "imports.csv"),
         "figures": {name: inline_svg(out_dir / f"{name}.svg") for name in FIGURE_NAMES},
         "tables": {
-            "comparisons": html_table(comparisons, "comparisons.csv"),
+            "comparisons": html_table(comparisons, paths.table_file("comparisons")),
             "protocols": html_table(protocols, "protocols.csv"),
             "protocol_tests": html_table(tests, "protocol_tests.csv"),
             "table2": html_table(t2_intervals, "table2.csv"),
-            "table2_nodemo": html_table(t2_nodemo, "scores.csv"),
+            "table2_nodemo": html_table(t2_nodemo, paths.table_file("scores")),
             "table2_strict": html_table(
-                table2(plan, summary, "strict", intervals=True), "scores.csv"
+                table2(plan, summary, "strict", intervals=True), paths.table_file("scores")
             ),
             "ablation": html_table(ablation, "ablation.csv"),
             "genehop": html_table(hop, "genehop.md"),
@@ -338,10 +341,10 @@ def write_report(
             "overlap_golds": html_table(bank_section["golds"], "overlap_golds.csv")
             if covered
             else None,
-            "taxonomy": html_table(taxonomy, "taxonomy.csv"),
+            "taxonomy": html_table(taxonomy, paths.table_file("taxonomy")),
             "table4": html_table(pd.DataFrame(table4["rows"])) if table4 else None,
             "cost": html_table(costs, "cost.csv"),
-            "errors": html_table(errors, "errors.csv") if not errors.empty else None,
+            "errors": html_table(errors, paths.table_file("errors")) if not errors.empty else None,
             "judges": html_table(csv_tables["judges"], "judges.csv"),
             "judge_calibration": html_table(
                 csv_tables["judge_calibration"], "judge_calibration.csv"
@@ -361,7 +364,7 @@ def write_report(
             {
                 "name": b["name"],
                 "citation": b["citation"],
-                "table": html_table(b["layout"], "question_bank.csv"),
+                "table": html_table(b["layout"], paths.table_file("question_bank")),
             }
             for b in bank_section["benchmarks"]
         ],
@@ -381,18 +384,14 @@ def write_report(
     }
     write_html(out_dir / "index.html", {**page, "inline_runs": []})
     # The same page with its runs inside, for Snakemake's own report (which embeds a
-    # page without the runs/ folder beside it).
+    # page without results/summaries beside it).
     write_html(out_dir / BUNDLED_PAGE, {**page, "inline_runs": inline_run_scripts(plan)})
     described = [n for n in paths.REPORT_FILES if n not in (CRATE_FILE, CONFIG_FILE)]
     if report_options.get("question_scores_csv"):
         described.append("question_scores.csv")
-    # With them, every file the report placed: its runs' pages and their exports.
-    placed = sorted(
-        p.relative_to(out_dir).as_posix()
-        for folder in (paths.REPORT_RUNS_DIR, paths.REPORT_EXPORTS_DIR)
-        for p in (out_dir / Path(folder).relative_to(paths.REPORT_DIR)).rglob("*")
-        if p.is_file()
-    )
+    # With them, every file the report placed: its runs' exports.
+    exports = out_dir / Path(paths.REPORT_EXPORTS_DIR).relative_to(paths.REPORT_DIR)
+    placed = sorted(p.relative_to(out_dir).as_posix() for p in exports.rglob("*") if p.is_file())
     store.written.result()  # (the crate gives its checksum)
     write_crate(out_dir, described + placed, plan, facts, prov)
     missing = [name for name in paths.REPORT_FILES if not (out_dir / name).is_file()]

@@ -42,14 +42,16 @@ FORMATS = {
     ".png": "image/png",
     ".svg": "image/svg+xml",
     ".parquet": "application/vnd.apache.parquet",
+    ".gz": "application/gzip",  # (a long table's CSV: paths.LONG_TABLES)
     ".js": "text/javascript",
     ".jsonl": "application/jsonl",
     ".eval": "application/zip",  # Inspect's eval log: a zip of JSON files
 }
 # What each report file is, for the crate (the captioned ones: workflow/report/*.rst).
 DESCRIPTIONS = {
-    "index.html": "the report's page: opens from disk; it reads each run's questions from runs/",
-    "errors.csv": "per run and task: questions ended in an error, tool calls, how answered",
+    "index.html": "the report's page: opens from disk; it reads each run's questions from "
+    "results/summaries/",
+    "errors.csv.gz": "per run and task: questions ended in an error, tool calls, how answered",
     "agents.csv": "per agent run: how its questions ended, its gateway calls, routes and caps",
     "table2.csv": "GeneGPT's Table 2 layout: GeneTuring per task beside the paper's figures",
     "genehop.md": "GeneHop per task beside the paper's figures (Table 3), as text",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ... import paths
 from ..exports.provenance import built_from
 from ..tables.bank_board import BANK_BOARD_TEXT
 from ..tables.bixbench import bixbench_markdown
@@ -288,7 +289,7 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             None
             if shown.empty
             else PAIRED_TEXT.format(shown=len(shown), formula=tables["comparison_formula"])
-            + md_table(shown, csv="comparisons.csv"),
+            + md_table(shown, csv=paths.table_file("comparisons")),
         ),
         (
             "Protocols: one model, several ways of answering",
@@ -322,13 +323,15 @@ def _markdown(notes: list[dict], prov: dict, tables: dict) -> str:
             None
             if tables["taxonomy"].empty
             else TAXONOMY_TEXT
-            + md_table(tables["taxonomy"], csv="taxonomy.csv")
+            + md_table(tables["taxonomy"], csv=paths.table_file("taxonomy"))
             + "\n\n"
             + _agreement_text(table4),
         ),
         (
             "Errors per task",
-            None if tables["errors"].empty else md_table(tables["errors"], csv="errors.csv"),
+            None
+            if tables["errors"].empty
+            else md_table(tables["errors"], csv=paths.table_file("errors")),
         ),
         (
             "Models",
@@ -406,7 +409,7 @@ HOW_TO_READ = """\
 - "(paper)" columns give the value the GeneGPT paper published for the same recording
   and mask. Only replayed GeneGPT runs have one.
 - The four GeneGPT demonstrations are scored test items; the second GeneTuring table
-  leaves them out (`genegpt_excl_demos` in `scores.csv`).
+  leaves them out (`genegpt_excl_demos` in `scores.csv.gz`).
 - Replay hit rate: the share of model calls answered by a recorded completion for
   exactly the prompt we built. Anything below 100% means our prompts differ from
   upstream's."""
@@ -465,7 +468,7 @@ model's runs against its own baseline (no-tools, closed-book): {formula}. Per ta
 its primary metric, over the questions both runs answered: the mean difference (a - b,
 a the run first in the config) and the two-sided p-value of a sign-flip permutation
 test (10,000 resamples, seed 0); `p_holm`: the p-value after Holm's correction over
-all {shown:,} tests (family-wise error rate), all in `comparisons.csv`; any other two
+all {shown:,} tests (family-wise error rate), all in `comparisons.csv.gz`; any other two
 runs: `helixbench compare`.
 
 """

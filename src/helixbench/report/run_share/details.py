@@ -1,11 +1,13 @@
 """A run's questions for the HTML report's per-question view, in a file of their own.
 
 The index page (``index.html``) stays light at any number of runs: each run's
-questions, answers, scores and transcripts are in ``runs/<model>/<method>.js``
-(written by the run's summary job beside its summary, placed here by the report),
-which the page loads when the reader picks the
-run (a ``<script>`` element: static files, no server, works from ``file://`` and
-from a shared web folder) and renders as text (``textContent``, never markup).
+questions, answers, scores and transcripts are in its ``details.js``, written by its
+score job beside its summary (``results/summaries/<model>/<method>/<variant>/``), which
+the page loads where it is when the reader picks the run (a ``<script>`` element: static
+files, no server, works from ``file://`` and from a web folder serving ``results/``)
+and renders as text (``textContent``, never markup). The report refers to these files
+and does not copy them: at 10,000 runs they are a gigabyte, more than every table of
+the report together.
 Snakemake's own report embeds a page without the folder beside it, so the report
 also writes the page with every run's file inside it (``index-bundled.html``).
 
@@ -39,9 +41,11 @@ MAX_TEXT_CHARS = 2_000
 # The JavaScript function a run's file calls with its data (templates/report.html.j2).
 CALLBACK = "helixbenchRun"
 # The page with its runs inside (for Snakemake's report), holding at most this many
-# bytes of them: the runs past it are read from runs/ as index.html reads them.
+# bytes of them: the runs past it are read from results/summaries as index.html reads
+# them. (16 MB: a hundred runs of the whole question bank, or dozens of GeneGPT
+# transcripts; a sweep's page with every run inside would be most of its report.)
 BUNDLED_PAGE = "index-bundled.html"
-BUNDLED_MAX_BYTES = 64 * 2**20
+BUNDLED_MAX_BYTES = 16 * 2**20
 # gzip's level for a run's file: within 5% of level 9's size at a third of its time.
 COMPRESSION = 4
 
@@ -218,12 +222,14 @@ def packed_text(data) -> str:
     return base64.b64encode(gzip.compress(compact_json(data), COMPRESSION, mtime=0)).decode()
 
 
-def details_link(model: str, method: str) -> str:
-    """A run's file as the page loads it: relative to the report directory, each part
-    percent-encoded (a model's name may hold any character a URL reserves)."""
+def details_link(run) -> str:
+    """A run's file as the page loads it: relative to the report directory that
+    :data:`paths.REPORT_DIR` is (``../summaries/...``), each part percent-encoded (a
+    model's name may hold any character a URL reserves)."""
     from urllib.parse import quote
 
-    return "/".join(quote(part) for part in ("runs", model, f"{method}.js"))
+    relative = os.path.relpath(run.details_path, paths.REPORT_DIR)
+    return "/".join(quote(part) for part in Path(relative).parts)
 
 
 def inline_run_scripts(plan, max_bytes: int = BUNDLED_MAX_BYTES) -> list[str]:
@@ -241,26 +247,21 @@ def inline_run_scripts(plan, max_bytes: int = BUNDLED_MAX_BYTES) -> list[str]:
     return scripts
 
 
-def place_run_files(plan, out_dir: Path, exports: bool) -> None:
-    """The report's ``runs/`` (and ``exports/``) folders hold exactly its runs' files,
-    copied from ``results/summaries`` (exports linked, else copied, from
-    ``results/exports``): a report shows the runs of the config it was built from, and
-    the runs of other configs stay where they are."""
-    runs = _emptied(out_dir, paths.REPORT_RUNS_DIR)
+def place_exports(runs, out_dir: Path) -> None:
+    """The report's ``exports/`` folder holds exactly the exports of ``runs`` (its runs
+    where the config asks for exports; linked, else copied, from ``results/exports``):
+    a report shows the runs of the config it was built from, and the runs of other
+    configs stay where they are. (A ``runs/`` folder an earlier helixbench copied the
+    pages into goes.)"""
+    _emptied(out_dir, paths.REPORT_DIR + "/runs")
     exported = _emptied(out_dir, paths.REPORT_EXPORTS_DIR)
-    for run in plan.runs:
-        page = runs / run.model / f"{run.method}.js"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        # A copy, not a link: the page is the report rule's output, and a link would
-        # keep its source's time, older than the rule's newest input.
-        shutil.copyfile(run.details_path, page)
-        if exports:
-            shutil.copytree(
-                paths.RUN_EXPORTS.format(**run.wildcards),
-                exported / run.model / run.method,
-                copy_function=_link,
-                ignore=shutil.ignore_patterns(".snakemake_timestamp"),  # Snakemake's
-            )
+    for run in runs:
+        shutil.copytree(
+            paths.RUN_EXPORTS.format(**run.wildcards),
+            exported / run.model / run.method,
+            copy_function=_link,
+            ignore=shutil.ignore_patterns(".snakemake_timestamp"),  # Snakemake's
+        )
 
 
 def _emptied(out_dir: Path, folder: str) -> Path:
