@@ -418,7 +418,8 @@ def page_load(page: Path, run: str | None = None) -> tuple[float | None, float]:
                 # (a run's file comes after the page's load: the DOM once it is shown)
                 *(["--virtual-time-budget=60000"] if run else []),
                 "--dump-dom",
-                page.resolve().as_uri() + (f"#run={quote(run)}" if run else ""),
+                # (as a reader opens it: through results/report, the link not resolved)
+                page.absolute().as_uri() + (f"#run={quote(run)}" if run else ""),
             ],
             capture_output=True,
             text=True,
