@@ -441,8 +441,13 @@ def test_a_hostile_agent_reaches_past_its_question_by_none_of_six_ways(tmp_path,
         assert set(flood["bodies"].values()) == {413}, flood["bodies"]
     polite = results["polite"][0]
     assert polite.error is None and polite.answer.startswith("Answer: codes= 30 200 "), polite
+    # Every 503 of the Python agent's flood is a refusal of its door, reported as counts
+    # (a report a second while the agent runs: a few events, not one a connection; how
+    # many of the 500 are refused, and in how many reports, is the machine's timing).
     busy = [t for t in tools if t["url"].endswith(":busy")]
-    assert busy and busy[0]["count"] >= 400, tools
+    refused = sum(t.get("count", 1) for t in busy)
+    flooded = json.loads(python.answer)["flood"]["statuses"]
+    assert busy and refused == flooded.get("503") and len(busy) <= 10, (refused, flooded, busy)
     # 5. two orders of a repeated parameter, two requests
     assert report["keys"]["A,B"] != report["keys"]["B,A"]
     # 6. max_tokens refused before the model, a PATH of the root's folders only
