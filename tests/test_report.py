@@ -654,3 +654,21 @@ def test_a_runs_page_file_leaves_out_what_the_page_never_shows():
         {"type": "model", "index": 0, "data": shown, "latency_s": 0.4},
         tool,
     ]
+
+
+def test_a_runs_question_file_is_linked_from_where_the_page_is_opened(tmp_path, monkeypatch):
+    """The page reads a run's file where its score job wrote it: a config's report
+    (results/reports/<key>, opened through the results/report link) links it as
+    ../summaries/..., a report written elsewhere relative to its own folder; a name's
+    reserved characters percent-encoded."""
+    from types import SimpleNamespace
+
+    from helixbench.report.run_share.details import details_link
+
+    monkeypatch.chdir(tmp_path)
+    run = SimpleNamespace(details_path="results/summaries/org/m#1/no-tools/ab12/details.js")
+    kept = tmp_path / "results" / "reports" / "0123abcd"
+    expected = "../summaries/org/m%231/no-tools/ab12/details.js"
+    assert details_link(run, kept) == details_link(run, "results/reports/0123abcd") == expected
+    elsewhere = "../results/summaries/org/m%231/no-tools/ab12/details.js"
+    assert details_link(run, tmp_path / "report") == elsewhere

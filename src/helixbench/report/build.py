@@ -274,7 +274,7 @@ def write_report(
     runs = [
         {
             "label": run.label,
-            "file": details_link(run),
+            "file": details_link(run, out_dir),
             "questions": sum(facts[t]["questions"] for t in run.tasks),
         }
         for run in plan.runs

@@ -222,13 +222,15 @@ def packed_text(data) -> str:
     return base64.b64encode(gzip.compress(compact_json(data), COMPRESSION, mtime=0)).decode()
 
 
-def details_link(run) -> str:
-    """A run's file as the page loads it: relative to the report directory that
-    :data:`paths.REPORT_DIR` is (``../summaries/...``), each part percent-encoded (a
-    model's name may hold any character a URL reserves)."""
+def details_link(run, out_dir: Path) -> str:
+    """A run's file as the page loads it, each part percent-encoded (a model's name may
+    hold any character a URL reserves): relative to the folder a reader opens the page
+    in, :data:`paths.REPORT_DIR` for a config's report under :data:`paths.REPORTS_DIR`
+    (``../summaries/...``), else ``out_dir`` itself."""
     from urllib.parse import quote
 
-    relative = os.path.relpath(run.details_path, paths.REPORT_DIR)
+    kept = Path(out_dir).resolve().parent == Path(paths.REPORTS_DIR).resolve()
+    relative = os.path.relpath(run.details_path, paths.REPORT_DIR if kept else out_dir)
     return "/".join(quote(part) for part in Path(relative).parts)
 
 
