@@ -663,12 +663,13 @@ def test_a_runs_question_file_is_linked_from_where_the_page_is_opened(tmp_path, 
     reserved characters percent-encoded."""
     from types import SimpleNamespace
 
-    from helixbench.report.run_share.details import details_link
+    from helixbench.report.run_share.details import details_link, opened_in
 
     monkeypatch.chdir(tmp_path)
     run = SimpleNamespace(details_path="results/summaries/org/m#1/no-tools/ab12/details.js")
     kept = tmp_path / "results" / "reports" / "0123abcd"
     expected = "../summaries/org/m%231/no-tools/ab12/details.js"
-    assert details_link(run, kept) == details_link(run, "results/reports/0123abcd") == expected
+    for out_dir in (kept, "results/reports/0123abcd"):
+        assert details_link(run, opened_in(out_dir)) == expected
     elsewhere = "../results/summaries/org/m%231/no-tools/ab12/details.js"
-    assert details_link(run, tmp_path / "report") == elsewhere
+    assert details_link(run, opened_in(tmp_path / "report")) == elsewhere

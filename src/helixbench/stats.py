@@ -29,10 +29,11 @@ anything, so its interval would be the whole range. The report says "too few
 questions to tell" there.
 
 Array speed: the draws depend only on the seed and the sizes, so they are made once
-per (sizes, seed) and kept (:func:`_draws`, :func:`_signs`), and the statistics are
-array operations on them. A resample's mean is the product of how often it drew each
-value with the values: a matrix product (a fifth to an eighth of the time of gathering
-the drawn values, on one thread: a score job's). Where the values are whole numbers
+per (sizes, seed) and kept, as how often each resample drew each value (:func:`_counts`)
+and as sign flips (:func:`_signs`), and the statistics are array operations on them. A
+resample's mean is the product of how often it drew each value with the values: a
+matrix product (a fifth to an eighth of the time of gathering the drawn values, on one
+thread: a score job's). Where the values are whole numbers
 (right/wrong scores and their differences) its sums are exactly those of adding the
 drawn values one by one, so the results are the same, to the bit, as drawing each
 interval's and each test's resamples anew; graded values' sums are the same draws
@@ -57,10 +58,10 @@ MIN_QUESTIONS = 10
 TOO_FEW = f"too few questions to tell (fewer than {MIN_QUESTIONS})"
 
 
-@lru_cache(maxsize=16)
 def _draws(sizes: tuple[int, ...], resamples: int, seed: int) -> tuple[np.ndarray, ...]:
     """Per size, in order, from one generator: the indices each resample draws
-    (``rng.integers(0, size, size=(resamples, size))``)."""
+    (``rng.integers(0, size, size=(resamples, size))``); what is kept of them is their
+    counts (:func:`_counts`), the only form a statistic reads."""
     rng = np.random.default_rng(seed)
     return tuple(rng.integers(0, size, size=(resamples, size)) for size in sizes)
 

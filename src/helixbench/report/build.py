@@ -110,6 +110,7 @@ def write_report(
         MAX_TEXT_CHARS,
         details_link,
         inline_run_scripts,
+        opened_in,
         packed_text,
         place_exports,
         question_facts,
@@ -271,10 +272,11 @@ def write_report(
     }
     notes = plan.notes + [w for s in summaries.values() for w in s["warnings"]]
     (out_dir / "report.md").write_text(_markdown(notes, prov, tables))
+    folder = opened_in(out_dir)  # (where each run's file is linked from)
     runs = [
         {
             "label": run.label,
-            "file": details_link(run, out_dir),
+            "file": details_link(run, folder),
             "questions": sum(facts[t]["questions"] for t in run.tasks),
         }
         for run in plan.runs

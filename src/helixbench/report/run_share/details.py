@@ -222,15 +222,21 @@ def packed_text(data) -> str:
     return base64.b64encode(gzip.compress(compact_json(data), COMPRESSION, mtime=0)).decode()
 
 
-def details_link(run, out_dir: Path) -> str:
-    """A run's file as the page loads it, each part percent-encoded (a model's name may
-    hold any character a URL reserves): relative to the folder a reader opens the page
-    in, :data:`paths.REPORT_DIR` for a config's report under :data:`paths.REPORTS_DIR`
-    (``../summaries/...``), else ``out_dir`` itself."""
+def opened_in(out_dir: Path) -> Path:
+    """The folder a reader opens the page of a report written to ``out_dir`` in:
+    :data:`paths.REPORT_DIR` for a config's report under :data:`paths.REPORTS_DIR`
+    (the link to it), else ``out_dir`` itself."""
+    kept = Path(out_dir).resolve().parent == Path(paths.REPORTS_DIR).resolve()
+    return Path(paths.REPORT_DIR) if kept else Path(out_dir)
+
+
+def details_link(run, folder: Path) -> str:
+    """A run's file as the page opened in ``folder`` (:func:`opened_in`) loads it
+    (``../summaries/...`` from results/report), each part percent-encoded (a model's
+    name may hold any character a URL reserves)."""
     from urllib.parse import quote
 
-    kept = Path(out_dir).resolve().parent == Path(paths.REPORTS_DIR).resolve()
-    relative = os.path.relpath(run.details_path, paths.REPORT_DIR if kept else out_dir)
+    relative = os.path.relpath(run.details_path, folder)
     return "/".join(quote(part) for part in Path(relative).parts)
 
 
